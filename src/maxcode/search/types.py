@@ -45,6 +45,8 @@ class Observation:
     ``trajectory`` holds previous attempts (all, or the best per step);
     ``best`` is the best-performing attempt so far with its feedback;
     critiques ride on the attempts and are stripped when the switch is off.
+    With ``include_trajectory`` off and critiques on (the Critique-only ablation),
+    attempts carry only their critique and verdict: renderers show no code.
     """
 
     task: Task
@@ -55,6 +57,7 @@ class Observation:
     best_discounted_reward: float
     include_critique: bool
     method: str
+    include_trajectory: bool = True  # False (Critique-only): show critiques, not code
 
 
 @dataclass

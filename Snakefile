@@ -1,0 +1,22 @@
+# maxcode: max-reward inference-time search for code optimization.
+# Run:   snakemake --profile workflow/profiles/local
+# Rules: workflow/rules/*.smk; parameters: params.yaml (validated before any job).
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "params.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/suites.smk"
+include: "workflow/rules/rollouts.smk"
+include: "workflow/rules/r2g.smk"
+include: "workflow/rules/tables.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

@@ -1,0 +1,87 @@
+"""Load and validate params.yaml: one source for Snakemake, DVC and the CLI.
+
+A wrong key or value stops the run before any work, with a message that names the
+key path and the allowed values.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from maxcode.search.config import ConfigError, MethodConfig, method_from_params
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "params.schema.yaml"
+
+
+@cache
+def _schema() -> dict:
+    if not SCHEMA_PATH.is_file():
+        raise ConfigError(
+            f"{SCHEMA_PATH}: schema not found; install maxcode from a checkout with `pip install -e .`"
+        )
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def load_params(path: Path | str = "params.yaml") -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(
+            f"{path}: parameter file not found (run from the project root or pass --params)"
+        )
+    try:
+        params = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from err
+    validate_params(params, source=str(path))
+    return params
+
+
+def validate_params(params: object, source: str = "params.yaml") -> None:
+    """Schema check plus cross-field rules; raises ConfigError naming the key."""
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(
+        validator.iter_errors(params),
+        key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))),
+    )
+    if errors:
+        raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errors[:5]))
+    assert isinstance(params, dict)
+    methods = resolve_methods(params)
+    for group in ("main", "ablation", "rerank"):
+        for name in params["tables"].get(group, []):
+            if name not in methods:
+                raise ConfigError(
+                    f"{source}: tables.{group}: method {name!r} is not defined under methods "
+                    f"(defined: {sorted(methods)})"
+                )
+    for name in params["r2g"]["train_methods"]:
+        if name not in methods:
+            raise ConfigError(f"{source}: r2g.train_methods: {name!r} is not defined under methods")
+        if methods[name].rerank == "model":
+            raise ConfigError(
+                f"{source}: r2g.train_methods: {name!r} itself needs the reward-to-go model; "
+                "train on methods with rerank none or random"
+            )
+
+
+def resolve_methods(params: dict) -> dict[str, MethodConfig]:
+    return {
+        name: method_from_params(name, params["search"], override or {})
+        for name, override in params["methods"].items()
+    }
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+    if error.validator == "enum":
+        return f"{key}: {error.instance!r} is not allowed; choose one of {error.validator_value}"
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        return f"{key}: {error.message}; allowed keys: {allowed}"
+    if error.validator == "required":
+        return f"{key}: {error.message}"
+    return f"{key}: {error.message}"

@@ -1,0 +1,121 @@
+"""A search method is a configuration of one loop (MaxCode's unifying claim).
+
+CUDA-LLM, Effi-Learner, best-of-N, the "+MaxCode" variants and the ablations differ
+only in these fields; ``params.yaml`` names them under ``methods:``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+TRAJECTORY_MODES = ("all", "best_per_step", "last", "none")
+RERANK_MODES = ("none", "model", "random")
+
+
+class ConfigError(ValueError):
+    """A parameter is missing or out of range; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Hard limits per run; None means unlimited. The loop stops cleanly at the first hit."""
+
+    max_evaluations: int | None = field(default=None, metadata={"help": "executed candidates"})
+    max_llm_calls: int | None = field(
+        default=None, metadata={"help": "backend calls (cache hits excluded)"}
+    )
+    max_tokens: int | None = field(default=None, metadata={"help": "input + output tokens"})
+    max_cost_usd: float | None = field(default=None, metadata={"help": "money spent on LLM calls"})
+    max_wall_s: float | None = field(default=None, metadata={"help": "wall-clock seconds"})
+
+
+@dataclass(frozen=True)
+class MethodConfig:
+    name: str = field(metadata={"help": "method name used in paths and tables"})
+    depth: int = field(default=4, metadata={"help": "search steps"})
+    k: int = field(default=4, metadata={"help": "proposals per step"})
+    execute_top_m: int | None = field(
+        default=None, metadata={"help": "execute only m of the k proposals (None: all k)"}
+    )
+    rerank: str = field(
+        default="none",
+        metadata={"help": "how the m executed proposals are chosen", "choices": RERANK_MODES},
+    )
+    trajectory: str = field(
+        default="all",
+        metadata={"help": "previous attempts shown to the policy", "choices": TRAJECTORY_MODES},
+    )
+    critique: bool = field(default=False, metadata={"help": "critique each attempt and show it"})
+    best: bool = field(
+        default=False, metadata={"help": "show the best code so far and its feedback"}
+    )
+    profile: bool = field(
+        default=False,
+        metadata={"help": "feedback carries an execution-overhead profile (Effi-Learner)"},
+    )
+    gamma: float = field(default=0.9, metadata={"help": "discount of the max-reward return"})
+    target_speedup: float | None = field(default=None, metadata={"help": "stop once reached"})
+    budget: Budget = field(default_factory=Budget)
+
+    def __post_init__(self) -> None:
+        where = f"methods.{self.name}"
+        if self.depth < 1 or self.k < 1:
+            raise ConfigError(
+                f"{where}: depth and k must be >= 1 (got depth={self.depth}, k={self.k})"
+            )
+        if self.trajectory not in TRAJECTORY_MODES:
+            raise ConfigError(
+                f"{where}.trajectory: {self.trajectory!r} is not one of {list(TRAJECTORY_MODES)}"
+            )
+        if self.rerank not in RERANK_MODES:
+            raise ConfigError(f"{where}.rerank: {self.rerank!r} is not one of {list(RERANK_MODES)}")
+        if self.execute_top_m is not None and not 1 <= self.execute_top_m <= self.k:
+            raise ConfigError(
+                f"{where}.execute_top_m: must be between 1 and k={self.k}, got {self.execute_top_m}"
+            )
+        if self.rerank != "none" and self.execute_top_m is None:
+            raise ConfigError(
+                f"{where}: rerank={self.rerank!r} needs execute_top_m (how many of k to execute)"
+            )
+        if not 0.0 < self.gamma <= 1.0:
+            raise ConfigError(f"{where}.gamma: must be in (0, 1], got {self.gamma}")
+
+    @property
+    def executed_per_step(self) -> int:
+        return self.execute_top_m or self.k
+
+    @property
+    def evaluations_budget(self) -> int:
+        """Executions the method makes at full depth: the equal-budget currency."""
+        return self.depth * self.executed_per_step
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> MethodConfig:
+        d = dict(d)
+        return cls(**{**d, "budget": Budget(**d.get("budget", {}))})
+
+
+def method_from_params(name: str, search: dict, override: dict) -> MethodConfig:
+    """Method = the shared ``search:`` defaults overlaid with its ``methods.<name>`` entry."""
+    merged: dict[str, Any] = {
+        key: search[key] for key in ("depth", "k", "gamma", "target_speedup") if key in search
+    }
+    merged.update(override)
+    known = {f.name for f in fields(MethodConfig)}
+    unknown = set(merged) - known
+    if unknown:
+        raise ConfigError(
+            f"methods.{name}: unknown key(s) {sorted(unknown)}; allowed: {sorted(known - {'name'})}"
+        )
+    budget = {**search.get("budget", {}), **merged.pop("budget", {})}
+    budget_known = {f.name for f in fields(Budget)}
+    if set(budget) - budget_known:
+        raise ConfigError(
+            f"methods.{name}.budget: unknown key(s) {sorted(set(budget) - budget_known)}; "
+            f"allowed: {sorted(budget_known)}"
+        )
+    return MethodConfig(name=name, budget=Budget(**budget), **merged)

@@ -1,0 +1,396 @@
+"""The MaxCode loop: observe, propose k, (rerank and) execute m, critique, keep the best.
+
+One call runs one unit of work (task x method x seed) and writes every candidate to
+an append-only JSONL file (docs/records.md). A rerun replays the finished steps from
+that file and continues with the first unfinished one, so a kill loses at most the
+step in flight, whose LLM calls and evaluations the caches then replay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from maxcode.evaluate.result import EvalResult, Status, reward_of
+from maxcode.llm.usage import Usage
+from maxcode.records import JsonlWriter, atomic_write_text, read_jsonl, sha256_text
+from maxcode.search.config import MethodConfig
+from maxcode.search.observation import build_observation, observation_summary
+from maxcode.search.returns import step_returns
+from maxcode.search.types import (
+    Attempt,
+    Critic,
+    Critique,
+    Evaluator,
+    Observation,
+    Policy,
+    Proposal,
+    Reranker,
+)
+from maxcode.tasks.model import Task
+
+REFERENCE_ID = "reference"
+
+
+class BudgetExhausted(Exception):
+    """Raised by a part (e.g. an LLM backend) when a hard budget is reached."""
+
+
+def candidate_id(source: str) -> str:
+    return sha256_text(source)[:16]
+
+
+def step_seed(seed: int, task_id: str, method: str, step: int) -> int:
+    """Per-step RNG seed: a resumed run draws exactly what the first run drew."""
+    digest = hashlib.sha256(f"{seed}|{task_id}|{method}|{step}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+@dataclass
+class SearchState:
+    history: list[Attempt] = field(default_factory=list)
+    best: Attempt | None = None
+    step_rewards: list[float] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    evaluations: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def next_step(self) -> int:
+        return len(self.step_rewards)
+
+    def best_discounted_reward(self, gamma: float) -> float:
+        """max_{j<t} gamma^(t-1-j) r_j: the best reward seen, discounted by its age."""
+        t = len(self.step_rewards)
+        return max((gamma ** (t - 1 - j) * r for j, r in enumerate(self.step_rewards)), default=0.0)
+
+
+@dataclass
+class RunContext:
+    task: Task
+    method: MethodConfig
+    seed: int
+    policy: Policy
+    evaluator: Evaluator
+    critic: Critic | None = None
+    reranker: Reranker | None = None
+    reward_kind: str = "speedup"
+    provenance: dict = field(default_factory=dict)
+    on_event: Callable[[str, dict], None] | None = None  # live views subscribe here
+
+
+def run_search(ctx: RunContext, out_path: Path) -> dict:
+    """Run (or resume) one rollout; returns the ``run_end`` record."""
+    out_path = Path(out_path)
+    _check_parts(ctx)
+    existing = list(read_jsonl(out_path))
+    if existing and not _same_run(existing[0], ctx):
+        # Records made by another configuration, task version or policy: not resumable.
+        existing = []
+        out_path.unlink()
+    if existing and existing[-1].get("kind") == "run_end":
+        return existing[-1]
+    kept = _complete_steps(existing)
+    if len(kept) != len(existing):
+        # Drop the step that was in flight; its work is replayed from the caches.
+        atomic_write_text(out_path, "".join(_dumps(r) for r in kept))
+    state = replay_state(kept, ctx.method.gamma)
+
+    method = ctx.method
+    started = time.monotonic() - state.wall_s
+    with JsonlWriter(out_path) as writer:
+        if not kept:
+            writer.write(_run_start_record(ctx))
+        stopped_by = "depth"
+        for step in range(state.next_step, method.depth):
+            limit = _budget_hit(method, state, time.monotonic() - started)
+            if limit:
+                stopped_by = limit
+                break
+            try:
+                _run_step(ctx, state, step, writer)
+            except BudgetExhausted as err:
+                stopped_by = f"budget: {err}"
+                break
+            state.wall_s = time.monotonic() - started
+            writer.write(
+                {
+                    "kind": "step_end",
+                    "step": step,
+                    "step_reward": state.step_rewards[-1],
+                    "best_reward": state.best.reward if state.best else 0.0,
+                    "best_candidate_id": state.best.candidate_id if state.best else None,
+                    "usage": state.usage.to_dict(),
+                    "evaluations": state.evaluations,
+                    "wall_s": state.wall_s,
+                }
+            )
+            _emit(
+                ctx,
+                "step_end",
+                {"step": step, "best_reward": state.best.reward if state.best else 0.0},
+            )
+            if (
+                method.target_speedup is not None
+                and state.best
+                and state.best.reward >= method.target_speedup
+            ):
+                stopped_by = "target"
+                break
+        end = {
+            "kind": "run_end",
+            "best_reward": state.best.reward if state.best else 0.0,
+            "best_candidate_id": state.best.candidate_id if state.best else None,
+            "step_rewards": state.step_rewards,
+            "step_returns": step_returns(state.step_rewards, method.gamma),
+            "stopped_by": stopped_by,
+            "usage": state.usage.to_dict(),
+            "evaluations": state.evaluations,
+            "wall_s": time.monotonic() - started,
+        }
+        writer.write(end)
+    _emit(ctx, "run_end", end)
+    return end
+
+
+def _run_step(ctx: RunContext, state: SearchState, step: int, writer: JsonlWriter) -> None:
+    method, task = ctx.method, ctx.task
+    rng = random.Random(step_seed(ctx.seed, task.task_id, method.name, step))
+    obs = build_observation(
+        task, method, step, state.history, state.best, state.best_discounted_reward(method.gamma)
+    )
+    _emit(ctx, "propose", {"step": step, "k": method.k})
+    proposals = ctx.policy.propose(obs, method.k, rng)
+    if len(proposals) != method.k:
+        raise RuntimeError(
+            f"policy {ctx.policy.name} returned {len(proposals)} proposals, expected k={method.k}"
+        )
+    for p in proposals:
+        state.usage = state.usage + p.usage
+    chosen, scores = _choose_executed(ctx, obs, proposals, rng)
+    results = _evaluate(ctx, [proposals[i] for i in chosen])
+    parent = state.best.candidate_id if state.best else REFERENCE_ID
+    obs_text = observation_summary(obs)
+    step_best = 0.0
+    executed = dict(zip(chosen, results, strict=True))
+    for i, p in enumerate(proposals):
+        result = executed.get(i) or _unexecuted_result(p)
+        was_executed = i in executed and p.source is not None
+        reward = reward_of(result, ctx.reward_kind) if (was_executed or p.source is None) else None
+        critique = None
+        if was_executed and method.critique and ctx.critic is not None:
+            critique = ctx.critic.critique(task, p.source, result)
+            state.usage = state.usage + critique.usage
+        cid = candidate_id(p.source) if p.source is not None else None
+        record = {
+            "kind": "candidate",
+            "step": step,
+            "proposal_index": i,
+            "candidate_id": cid,
+            "parent_id": parent,
+            "source": p.source,
+            "executed": was_executed,
+            "rerank_score": scores[i].value if scores else None,
+            "rerank_fallback": scores[i].fallback if scores else None,
+            "evaluation": result.to_dict() if (was_executed or p.source is None) else None,
+            "reward": reward,
+            "critique": _critique_dict(critique),
+            "observation_text": obs_text,
+            "best_discounted_reward": obs.best_discounted_reward,
+            "usage": p.usage.to_dict(),
+            "prompt_version": p.prompt_version,
+            "meta": p.meta,
+        }
+        writer.write(record)
+        if was_executed:
+            state.evaluations += 1
+            attempt = _attempt_from_record(record)
+            state.history.append(attempt)
+            step_best = max(step_best, attempt.reward)
+            if _improves(attempt, state.best):
+                state.best = attempt
+            _emit(
+                ctx,
+                "candidate",
+                {"step": step, "index": i, "status": result.status.value, "reward": reward},
+            )
+    state.step_rewards.append(step_best)
+
+
+def _choose_executed(
+    ctx: RunContext, obs: Observation, proposals: list[Proposal], rng: random.Random
+) -> tuple[list[int], list | None]:
+    """Indices of proposals to execute: all, the reranker's top m, or a random m."""
+    method = ctx.method
+    with_code = [i for i, p in enumerate(proposals) if p.source is not None]
+    m = method.executed_per_step
+    if method.rerank == "none" or len(with_code) <= m:
+        return with_code[:m], None
+    if method.rerank == "random":
+        return sorted(rng.sample(with_code, m)), None
+    assert ctx.reranker is not None  # checked in _check_parts
+    scores = ctx.reranker.score(obs, proposals)
+    ranked = sorted(with_code, key=lambda i: (-scores[i].value, i))
+    return sorted(ranked[:m]), scores
+
+
+def _evaluate(ctx: RunContext, proposals: list[Proposal]) -> list[EvalResult]:
+    sources = [p.source for p in proposals if p.source is not None]
+    many = getattr(ctx.evaluator, "evaluate_many", None)
+    if many is not None and len(sources) > 1:
+        return list(many(ctx.task, sources))
+    return [ctx.evaluator.evaluate(ctx.task, s) for s in sources]
+
+
+def _unexecuted_result(p: Proposal) -> EvalResult:
+    if p.source is None:
+        status = Status.UNSUPPORTED if p.status_hint == "unsupported" else Status.NO_CODE
+        return EvalResult(status=status, reason=p.reason or status.value, evaluator="none")
+    return EvalResult(status=Status.NO_CODE, reason="not executed (reranked out)", evaluator="none")
+
+
+def _improves(attempt: Attempt, best: Attempt | None) -> bool:
+    """Strictly better reward; a failed candidate (reward 0) never becomes best."""
+    if attempt.reward <= 0.0:
+        return False
+    return best is None or attempt.reward > best.reward
+
+
+def _budget_hit(method: MethodConfig, state: SearchState, wall_s: float) -> str | None:
+    b = method.budget
+    u = state.usage
+    checks = [
+        ("evaluations", b.max_evaluations, state.evaluations + method.executed_per_step),
+        ("llm_calls", b.max_llm_calls, u.calls + 1),
+        ("tokens", b.max_tokens, u.input_tokens + u.output_tokens),
+        ("cost_usd", b.max_cost_usd, u.cost_usd),
+        ("wall_s", b.max_wall_s, wall_s),
+    ]
+    for name, limit, value in checks:
+        if limit is not None and value > limit:
+            return f"budget: {name}"
+    return None
+
+
+def _check_parts(ctx: RunContext) -> None:
+    if ctx.method.rerank == "model" and ctx.reranker is None:
+        raise ValueError(
+            f"method {ctx.method.name!r} reranks with a model but no reranker was given"
+        )
+    if ctx.method.critique and ctx.critic is None:
+        raise ValueError(f"method {ctx.method.name!r} shows critiques but no critic was given")
+
+
+# ---- replay -------------------------------------------------------------------------
+
+
+def _same_run(first: dict, ctx: RunContext) -> bool:
+    start = _run_start_record(ctx)
+    keys = (
+        "run",
+        "config",
+        "reward_kind",
+        "policy",
+        "critic",
+        "reranker",
+        "evaluator",
+        "task_hash",
+    )
+    return first.get("kind") == "run_start" and all(
+        _normalized(first.get(k)) == _normalized(start.get(k)) for k in keys
+    )
+
+
+def _normalized(value: object) -> object:
+    import json
+
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
+def _complete_steps(records: list[dict]) -> list[dict]:
+    """Records up to the last ``step_end``; a step without one was in flight."""
+    last_end = max((i for i, r in enumerate(records) if r.get("kind") == "step_end"), default=None)
+    if last_end is None:
+        return records[:1] if records and records[0].get("kind") == "run_start" else []
+    return records[: last_end + 1]
+
+
+def replay_state(records: list[dict], gamma: float) -> SearchState:
+    """Rebuild the loop state from a file's complete steps (the same path a fresh run takes)."""
+    state = SearchState()
+    for r in records:
+        kind = r.get("kind")
+        if kind == "candidate" and r["executed"]:
+            attempt = _attempt_from_record(r)
+            state.history.append(attempt)
+            state.evaluations += 1
+            if _improves(attempt, state.best):
+                state.best = attempt
+        elif kind == "step_end":
+            prev_best = state.step_rewards
+            step_rewards = [a.reward for a in state.history if a.step == r["step"]]
+            prev_best.append(max(step_rewards, default=0.0))
+            state.usage = Usage.from_dict(r["usage"])
+            state.wall_s = r.get("wall_s", 0.0)
+    return state
+
+
+def _attempt_from_record(r: dict) -> Attempt:
+    c = r.get("critique")
+    return Attempt(
+        step=r["step"],
+        index=r["proposal_index"],
+        candidate_id=r["candidate_id"],
+        source=r["source"],
+        result=EvalResult.from_dict(r["evaluation"]),
+        reward=r["reward"],
+        critique=Critique(**{**c, "usage": Usage.from_dict(c.get("usage"))}) if c else None,
+        meta=r.get("meta", {}),
+    )
+
+
+def _critique_dict(c: Critique | None) -> dict | None:
+    if c is None:
+        return None
+    return {
+        "text": c.text,
+        "critic": c.critic,
+        "offline": c.offline,
+        "usage": c.usage.to_dict(),
+        "prompt_version": c.prompt_version,
+    }
+
+
+def _run_start_record(ctx: RunContext) -> dict:
+    return {
+        "kind": "run_start",
+        "run": {
+            "suite": ctx.task.suite,
+            "task_id": ctx.task.task_id,
+            "method": ctx.method.name,
+            "seed": ctx.seed,
+        },
+        "config": ctx.method.to_dict(),
+        "reward_kind": ctx.reward_kind,
+        "policy": {"name": ctx.policy.name, "offline": ctx.policy.offline},
+        "critic": {"name": ctx.critic.name, "offline": ctx.critic.offline} if ctx.critic else None,
+        "reranker": {"name": ctx.reranker.name} if ctx.reranker else None,
+        "evaluator": ctx.evaluator.name,
+        "task_hash": ctx.task.content_hash(),
+        "provenance": ctx.provenance,
+    }
+
+
+def _dumps(record: dict) -> str:
+    import json
+
+    return json.dumps(record, sort_keys=True) + "\n"
+
+
+def _emit(ctx: RunContext, event: str, data: dict) -> None:
+    if ctx.on_event is not None:
+        ctx.on_event(event, data)

@@ -1,0 +1,23 @@
+# Validate params before any job runs, then derive the job lists from them.
+from maxcode.pipeline import PipelinePlan
+
+PLAN = PipelinePlan.from_config(config)
+
+
+wildcard_constraints:
+    suite="[a-z0-9_]+",
+    method="[a-z0-9][a-z0-9+_-]*",
+    task="[A-Za-z0-9_.-]+",
+    seed="[0-9]+",
+
+
+def final_outputs():
+    return PLAN.table_outputs()
+
+
+def rollout_inputs(wildcards):
+    """The suite's tasks, plus the reward-to-go model when the method reranks with it."""
+    inputs = {"suite": f"data/suites/{wildcards.suite}"}
+    if PLAN.methods[wildcards.method].rerank == "model":
+        inputs["model"] = "models/r2g"
+    return inputs

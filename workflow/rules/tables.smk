@@ -1,0 +1,17 @@
+rule tables:
+    """Every table, plot and DVC metric, rebuilt from the rollout records alone."""
+    input:
+        rollouts=PLAN.all_rollouts(),
+        ranking="results/r2g/ranking.json",
+        card="data/r2g/card.json",
+    output:
+        PLAN.table_outputs(),
+    params:
+        tables=config["tables"],
+        preset=config["preset"],
+        llm=config["llm"],
+        methods=lambda wildcards: {n: m.to_dict() for n, m in PLAN.methods.items()},
+    log:
+        "logs/tables.log",
+    script:
+        "../scripts/make_tables.py"
