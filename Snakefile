@@ -17,6 +17,28 @@ include: "workflow/rules/tables.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True
+
+
+# Stage targets, one per DVC stage (dvc.yaml runs `snakemake <target>`).
+rule suites:
+    input:
+        PLAN.suite_dirs(),
+
+
+rule rollouts:
+    input:
+        PLAN.all_rollouts("rollouts"),
+
+
+rule r2g:
+    input:
+        "models/r2g",
+        "results/r2g/ranking.json",
+
+
+rule reranked:
+    input:
+        PLAN.all_rollouts("reranked"),

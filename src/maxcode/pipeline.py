@@ -53,11 +53,16 @@ class PipelinePlan:
     def rerank_methods(self) -> list[str]:
         return list(self.params["tables"]["rerank"])
 
+    def stage_of(self, method: str) -> str:
+        """``reranked`` rollouts need the reward-to-go model; ``rollouts`` feed it."""
+        return "reranked" if method in self.rerank_methods() else "rollouts"
+
     def rollouts(self, method: str) -> list[str]:
         """Reranking methods run on held-out tasks only, so the model never saw them."""
-        task_sets = self.held_out if method in self.rerank_methods() else self.tasks
+        stage = self.stage_of(method)
+        task_sets = self.held_out if stage == "reranked" else self.tasks
         return [
-            f"results/rollouts/{suite}/{method}/{task}/seed{seed}.jsonl"
+            f"results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
             for suite, ids in task_sets.items()
             for task in ids
             for seed in self.seeds
@@ -67,8 +72,12 @@ class PipelinePlan:
         t = self.params["tables"]
         return list(dict.fromkeys([*t["main"], *t["ablation"], *t["rerank"]]))
 
-    def all_rollouts(self) -> list[str]:
-        return [p for m in self.table_methods() for p in self.rollouts(m)]
+    def all_rollouts(self, stage: str | None = None) -> list[str]:
+        methods = [m for m in self.table_methods() if stage in (None, self.stage_of(m))]
+        return [p for m in methods for p in self.rollouts(m)]
+
+    def suite_dirs(self) -> list[str]:
+        return [f"data/suites/{suite}" for suite in self.tasks]
 
     def r2g_training_rollouts(self) -> list[str]:
         return [p for m in self.params["r2g"]["train_methods"] for p in self.rollouts(m)]
@@ -82,7 +91,7 @@ class PipelinePlan:
     def inflight_path(self, wildcards) -> str:
         """Where a rollout grows until it is complete; the declared output appears only then."""
         w = wildcards
-        return f"results/.inflight/{w.suite}/{w.method}/{w.task}/seed{w.seed}.jsonl"
+        return f"results/.inflight/{w.stage}/{w.suite}/{w.method}/{w.task}/seed{w.seed}.jsonl"
 
 
 def suite_task_ids(name: str, cfg: dict) -> list[str]:
@@ -149,3 +158,110 @@ def load_params_file(path: Path) -> dict:
 
 def rollout_provenance(params: dict) -> dict:
     return provenance(params)
+
+
+def build_evaluator(language: str, evaluation: dict, cache_dir: Path, profile: bool = False):
+    """The evaluator for a task's language, behind the shared evaluation cache."""
+    from maxcode.evaluate.cache import CachedEvaluator, EvalCache
+
+    cache_dir = Path(cache_dir)
+    if language == "cpp":
+        from maxcode.evaluate.cpp import CppEvalConfig, CppEvaluator
+
+        cfg = CppEvalConfig(**{**evaluation.get("cpp", {}), "profile": profile})
+        inner = CppEvaluator(cfg, cache_dir / "cpp")
+    else:
+        from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+
+        inner = CudaEvaluator(CudaEvalConfig(**evaluation.get("cuda", {})), cache_dir / "cuda")
+    return CachedEvaluator(inner, EvalCache(cache_dir / "evaluations.sqlite"))
+
+
+def build_policy(generator: dict, language: str, cache_dir: Path):
+    from maxcode.llm.factory import build_policy as factory
+
+    return factory(generator, language=language, cache_dir=Path(cache_dir))
+
+
+def build_critic(critic: dict, language: str, cache_dir: Path):
+    from maxcode.llm.factory import build_critic as factory
+
+    return factory(critic, language=language, cache_dir=Path(cache_dir))
+
+
+def run_rollout(
+    *,
+    suite_dir: Path,
+    task_id: str,
+    method: dict,
+    seed: int,
+    llm: dict,
+    evaluation: dict,
+    inflight: Path,
+    output: Path,
+    cache_dir: Path,
+    model_dir: Path | None,
+    params: dict,
+) -> dict:
+    """One task x method x seed; the declared output appears only when the run is complete."""
+    import os
+
+    from maxcode.search.loop import RunContext, run_search
+
+    task = load_task(suite_dir, task_id)
+    cfg = MethodConfig.from_dict(method)
+    reranker = None
+    if cfg.rerank == "model":
+        from maxcode.r2g.reranker import load_reranker
+
+        reranker = load_reranker(Path(model_dir))
+    ctx = RunContext(
+        task=task,
+        method=cfg,
+        seed=seed,
+        policy=build_policy(llm["generator"], task.language, cache_dir),
+        evaluator=build_evaluator(task.language, evaluation, cache_dir, profile=cfg.profile),
+        critic=build_critic(llm["critic"], task.language, cache_dir) if cfg.critique else None,
+        reranker=reranker,
+        reward_kind=evaluation.get("reward", "speedup"),
+        provenance=provenance(params),
+    )
+    inflight = Path(inflight)
+    inflight.parent.mkdir(parents=True, exist_ok=True)
+    end = run_search(ctx, inflight)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    os.replace(inflight, output)
+    return end
+
+
+def make_tables(
+    rollouts: list[Path], ranking: Path, card: Path, tables: dict, preset: str, llm: dict, outputs: list[str]
+) -> None:
+    import json
+
+    from maxcode.report.runs import read_runs
+    from maxcode.report.tables import write_all
+
+    runs = read_runs([Path(p) for p in rollouts])
+    context = {
+        "preset": preset,
+        "generator": _role_label(llm["generator"]),
+        "critic": _role_label(llm["critic"]),
+    }
+    metrics = next(Path(p) for p in outputs if p.endswith("metrics.json"))
+    write_all(
+        runs,
+        tables,
+        json.loads(Path(ranking).read_text()),
+        json.loads(Path(card).read_text()),
+        context,
+        Path(outputs[0]).parent,
+        next(Path(p) for p in outputs if p.endswith(".png")).parent,
+        metrics,
+    )
+
+
+def _role_label(role: dict) -> str:
+    if role["backend"] == "offline":
+        return "offline (non-LLM)"
+    return f"{role['backend']}:{role.get('model', '?')}"

@@ -5,6 +5,7 @@ PLAN = PipelinePlan.from_config(config)
 
 
 wildcard_constraints:
+    stage="rollouts|reranked",
     suite="[a-z0-9_]+",
     method="[a-z0-9][a-z0-9+_-]*",
     task="[A-Za-z0-9_.-]+",

@@ -7,11 +7,13 @@ rule r2g_dataset:
         test="data/r2g/test.jsonl",
         card="data/r2g/card.md",
         card_json="data/r2g/card.json",
+    log:
+        "logs/r2g/dataset.log",
+    conda:
+        "../../envs/train.yaml"
     params:
         r2g=config["r2g"],
         gamma=config["search"]["gamma"],
-    log:
-        "logs/r2g/dataset.log",
     script:
         "../scripts/build_r2g_dataset.py"
 
@@ -23,10 +25,12 @@ rule r2g_train:
         test="data/r2g/test.jsonl",
     output:
         directory("models/r2g"),
-    params:
-        r2g=config["r2g"],
     log:
         "logs/r2g/train.log",
+    conda:
+        "../../envs/train.yaml"
+    params:
+        r2g=config["r2g"],
     script:
         "../scripts/train_r2g.py"
 
@@ -38,9 +42,11 @@ rule r2g_ranking:
         test="data/r2g/test.jsonl",
     output:
         "results/r2g/ranking.json",
-    params:
-        r2g=config["r2g"],
     log:
         "logs/r2g/ranking.log",
+    conda:
+        "../../envs/train.yaml"
+    params:
+        r2g=config["r2g"],
     script:
         "../scripts/evaluate_r2g.py"

@@ -3,16 +3,17 @@ rule rollout:
     input:
         unpack(rollout_inputs),
     output:
-        "results/rollouts/{suite}/{method}/{task}/seed{seed}.jsonl",
+        "results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl",
+    log:
+        "logs/{stage}/{suite}/{method}/{task}/seed{seed}.log",
+    conda:
+        "../../envs/cpu-eval.yaml"
+    threads: 1
     params:
         method=lambda wildcards: PLAN.methods[wildcards.method].to_dict(),
         llm=config["llm"],
         evaluation=config["evaluation"],
         inflight=lambda wildcards: PLAN.inflight_path(wildcards),
         cache_dir=".cache",
-    log:
-        "logs/rollouts/{suite}/{method}/{task}/seed{seed}.log",
-    resources:
-        cpu_eval=1,
     script:
         "../scripts/run_rollout.py"

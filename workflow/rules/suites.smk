@@ -2,9 +2,11 @@ rule suite:
     """Normalized tasks of one suite: tasks.jsonl plus PIE-layout tests."""
     output:
         directory("data/suites/{suite}"),
-    params:
-        suite=lambda wildcards: config["suites"][wildcards.suite],
     log:
         "logs/suites/{suite}.log",
+    conda:
+        "../../envs/cpu-eval.yaml"
+    params:
+        suite=lambda wildcards: config["suites"][wildcards.suite],
     script:
         "../scripts/build_suite.py"

@@ -6,12 +6,14 @@ rule tables:
         card="data/r2g/card.json",
     output:
         PLAN.table_outputs(),
+    log:
+        "logs/tables.log",
+    conda:
+        "../../envs/cpu-eval.yaml"
     params:
         tables=config["tables"],
         preset=config["preset"],
         llm=config["llm"],
         methods=lambda wildcards: {n: m.to_dict() for n, m in PLAN.methods.items()},
-    log:
-        "logs/tables.log",
     script:
         "../scripts/make_tables.py"

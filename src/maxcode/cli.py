@@ -1,0 +1,122 @@
+"""The `maxcode` command line: pipeline stages by hand, evaluators, and checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from maxcode.search.config import ConfigError
+from maxcode.tasks.model import TaskFormatError
+
+app = typer.Typer(
+    help="maxcode: max-reward inference-time search for code optimization (MaxCode, KernelCompare).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+ParamsOpt = Annotated[Path, typer.Option("--params", help="parameter file (Snakemake config and DVC params)")]
+
+
+def _fail(err: Exception) -> None:
+    typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+@app.command("check-params")
+def check_params(params: ParamsOpt = Path("params.yaml")) -> None:
+    """Validate params.yaml against the schema and list the jobs it implies."""
+    from maxcode.config import load_params
+    from maxcode.pipeline import PipelinePlan
+
+    try:
+        plan = PipelinePlan.from_config(load_params(params))
+    except (ConfigError, TaskFormatError) as err:
+        _fail(err)
+    typer.echo(f"{params}: valid")
+    for suite, ids in plan.tasks.items():
+        typer.echo(f"suite {suite}: {len(ids)} tasks ({len(plan.held_out[suite])} held out for reranking)")
+    typer.echo(f"methods: {', '.join(plan.table_methods())}; seeds {plan.seeds}")
+    typer.echo(f"rollout jobs: {len(plan.all_rollouts())}")
+
+
+@app.command("build-suite")
+def build_suite_cmd(
+    suite: Annotated[str, typer.Argument(help="suite name under `suites:` in params")],
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("data/suites/SUITE"),
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Build one suite's tasks.jsonl and PIE-layout tests."""
+    from maxcode.config import load_params
+    from maxcode.pipeline import build_suite
+
+    try:
+        cfg = load_params(params)["suites"][suite]
+    except KeyError:
+        _fail(ConfigError(f"{params}: no suite {suite!r} under `suites:`"))
+    out = Path(str(out).replace("SUITE", suite))
+    tasks = build_suite(suite, cfg, out)
+    typer.echo(f"{len(tasks)} tasks -> {out}")
+
+
+@app.command("rollout")
+def rollout_cmd(
+    suite: Annotated[str, typer.Argument(help="suite name")],
+    task: Annotated[str, typer.Argument(help="task id")],
+    method: Annotated[str, typer.Argument(help="method name under `methods:`")],
+    seed: Annotated[int, typer.Option(help="search seed")] = 0,
+    out: Annotated[Path | None, typer.Option(help="rollout JSONL (default: the pipeline's path)")] = None,
+    model: Annotated[Path | None, typer.Option(help="reward-to-go model folder (rerank: model)")] = None,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Run (or resume) one task x method x seed search, exactly as the pipeline does."""
+    from maxcode.config import load_params
+    from maxcode.pipeline import PipelinePlan, run_rollout
+
+    try:
+        cfg = load_params(params)
+        plan = PipelinePlan.from_config(cfg)
+        if method not in plan.methods:
+            raise ConfigError(f"unknown method {method!r}; defined: {sorted(plan.methods)}")
+    except (ConfigError, TaskFormatError) as err:
+        _fail(err)
+    stage = plan.stage_of(method)
+    out = out or Path(f"results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl")
+    end = run_rollout(
+        suite_dir=Path(f"data/suites/{suite}"),
+        task_id=task,
+        method=plan.methods[method].to_dict(),
+        seed=seed,
+        llm=cfg["llm"],
+        evaluation=cfg["evaluation"],
+        inflight=out.with_suffix(".inflight.jsonl"),
+        output=out,
+        cache_dir=Path(".cache"),
+        model_dir=model,
+        params=cfg,
+    )
+    typer.echo(json.dumps({k: end[k] for k in ("best_reward", "evaluations", "stopped_by", "step_rewards")}))
+
+
+def _mount_optional() -> None:
+    """Sub-apps of areas that are installed; each area keeps its own commands."""
+    import importlib
+
+    for module, name, help_text in [
+        ("maxcode.evaluate.cli", "eval", "Evaluate one candidate (C++ or CUDA) and print JSON."),
+        ("maxcode.kernelcompare.cli", "kernelcompare", "KernelCompare: extract pairs, SFT, GRPO."),
+        ("maxcode.llm.cli", "llm", "LLM backends: fake servers, cache inspection."),
+        ("maxcode.r2g.cli", "r2g", "Reward-to-go model: dataset, training, ranking."),
+    ]:
+        try:
+            sub = importlib.import_module(module).app
+        except ModuleNotFoundError as err:
+            if err.name != module:
+                raise
+            continue
+        app.add_typer(sub, name=name, help=help_text)
+
+
+_mount_optional()

@@ -1,0 +1,402 @@
+"""The papers' tables as files (Markdown, CSV, LaTeX), built from rollout records alone.
+
+Each table states its preset, the policy and critic (labelled offline where they are
+not LLMs), the evaluation budget and the hardware, so a number never travels without
+what produced it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from maxcode.records import atomic_write_json, atomic_write_text
+from maxcode.report.runs import RunRow
+from maxcode.report.stats import average_ranks, bootstrap_ci
+
+
+class Table:
+    def __init__(self, title: str, columns: list[str], rows: list[list], notes: list[str]):
+        self.title, self.columns, self.rows, self.notes = title, columns, rows, notes
+
+    def markdown(self) -> str:
+        out = [f"## {self.title}", ""]
+        out += [f"- {n}" for n in self.notes]
+        out += ["", "| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
+        out += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in self.rows]
+        return "\n".join(out) + "\n"
+
+    def csv(self) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(self.columns)
+        writer.writerows([[_fmt(v, csv=True) for v in row] for row in self.rows])
+        return buf.getvalue()
+
+    def latex(self) -> str:
+        esc = _latex_escape
+        lines = [
+            "% " + self.title,
+            *(f"% {n}" for n in self.notes),
+            "\\begin{tabular}{" + "l" * len(self.columns) + "}",
+            "\\hline",
+            " & ".join(esc(c) for c in self.columns) + " \\\\",
+            "\\hline",
+            *(" & ".join(esc(_fmt(v)) for v in row) + " \\\\" for row in self.rows),
+            "\\hline",
+            "\\end{tabular}",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def write(self, out_dir: Path, name: str) -> None:
+        atomic_write_text(out_dir / f"{name}.md", self.markdown())
+        atomic_write_text(out_dir / f"{name}.csv", self.csv())
+        atomic_write_text(out_dir / f"{name}.tex", self.latex())
+
+
+def best_speedup(run: RunRow, floor: bool) -> float:
+    return max(1.0, run.best_reward) if floor else run.best_reward
+
+
+def method_table(
+    title: str,
+    runs: list[RunRow],
+    methods: list[str],
+    context: dict,
+    floor: bool,
+    samples: int,
+    confidence: float,
+) -> Table:
+    """Per method and suite: mean best speedup with CI, median, average rank, budgets."""
+    by_method_suite: dict[tuple[str, str], list[RunRow]] = defaultdict(list)
+    for r in runs:
+        if r.method in methods:
+            by_method_suite[(r.method, r.suite)].append(r)
+    suites = sorted({s for _, s in by_method_suite})
+    ranks = {
+        suite: average_ranks(
+            _scores_by_unit([r for r in runs if r.suite == suite and r.method in methods], floor)
+        )
+        for suite in suites
+    }
+    pct = round(confidence * 100)
+    columns = [
+        "method",
+        "suite",
+        "policy",
+        "runs (tasks x seeds)",
+        "mean best speedup",
+        f"{pct}% CI",
+        "median",
+        "avg rank",
+        "% runs correct",
+        "evals/run",
+        "LLM calls/run",
+        "tokens/run",
+        "cost USD/run",
+    ]
+    rows = []
+    for method in methods:
+        for suite in suites:
+            group = by_method_suite.get((method, suite), [])
+            if not group:
+                continue
+            values = [best_speedup(r, floor) for r in group]
+            lo, hi = bootstrap_ci(values, samples, confidence)
+            n_tasks = len({r.task_id for r in group})
+            n_seeds = len({r.seed for r in group})
+            rows.append(
+                [
+                    method,
+                    suite,
+                    _policy_label(group),
+                    f"{len(group)} ({n_tasks} x {n_seeds})",
+                    _mean(values),
+                    f"[{lo:.3f}, {hi:.3f}]",
+                    _median(values),
+                    ranks[suite].get(method, math.nan),
+                    100.0 * sum(r.best_reward > 0 for r in group) / len(group),
+                    _mean([r.evaluations for r in group]),
+                    _mean([r.usage.calls for r in group]),
+                    _mean([r.usage.input_tokens + r.usage.output_tokens for r in group]),
+                    _mean([r.usage.cost_usd for r in group]),
+                ]
+            )
+    notes = [
+        *_context_notes(context, runs),
+        "best speedup of a run: the best reward it reached (speedup if correct, else 0)"
+        + ("; floored at 1.0 (PIE's convention)" if floor else "; not floored"),
+        f"{pct}% CI: percentile bootstrap of the mean over runs ({samples} resamples)",
+        "avg rank: per task x seed, methods of this table ranked by best speedup (1 = fastest)",
+    ]
+    return Table(title, columns, rows, notes)
+
+
+def budget_table(runs: list[RunRow], methods: list[str], context: dict) -> Table:
+    columns = [
+        "method",
+        "runs",
+        "evals/run",
+        "candidates/run",
+        "correct candidates/run",
+        "LLM calls/run",
+        "cached calls/run",
+        "tokens/run",
+        "cost USD (total)",
+        "wall s/run",
+        "stopped by",
+    ]
+    rows = []
+    for method in methods:
+        group = [r for r in runs if r.method == method]
+        if not group:
+            continue
+        stops = sorted({r.stopped_by for r in group})
+        rows.append(
+            [
+                method,
+                len(group),
+                _mean([r.evaluations for r in group]),
+                _mean([r.candidates for r in group]),
+                _mean([r.correct_candidates for r in group]),
+                _mean([r.usage.calls for r in group]),
+                _mean([r.usage.cached_calls for r in group]),
+                _mean([r.usage.input_tokens + r.usage.output_tokens for r in group]),
+                sum(r.usage.cost_usd for r in group),
+                _mean([r.wall_s for r in group]),
+                ", ".join(stops),
+            ]
+        )
+    return Table("Budgets spent per method", columns, rows, _context_notes(context, runs))
+
+
+def rerank_table(
+    runs: list[RunRow],
+    methods: list[str],
+    ranking: dict,
+    context: dict,
+    floor: bool,
+    samples: int,
+    confidence: float,
+) -> Table:
+    table = method_table(
+        "Reward-to-go reranking at equal evaluation budget (held-out tasks)",
+        runs,
+        methods,
+        context,
+        floor,
+        samples,
+        confidence,
+    )
+    model = ranking.get("model", {})
+    table.notes.append(
+        f"reward-to-go model: {model.get('kind', '?')} ({model.get('name', '?')}), trained on the "
+        "training-split tasks only; rows run on held-out tasks"
+    )
+    for key, value in sorted(ranking.get("metrics", {}).items()):
+        table.notes.append(f"held-out ranking metric {key}: {_fmt(value)}")
+    return table
+
+
+def scaling_curve(
+    runs: list[RunRow], methods: list[str], floor: bool, samples: int, confidence: float
+) -> list[dict]:
+    """Best speedup against evaluations spent (depth x executed per step), per method."""
+    points = []
+    for method in methods:
+        group = [r for r in runs if r.method == method]
+        if not group:
+            continue
+        depth = max(len(r.best_after_step) for r in group)
+        for t in range(depth):
+            values = []
+            for r in group:
+                # A run that stopped early keeps its best.
+                best = (
+                    r.best_after_step[min(t, len(r.best_after_step) - 1)]
+                    if r.best_after_step
+                    else 0.0
+                )
+                values.append(max(1.0, best) if floor else best)
+            lo, hi = bootstrap_ci(values, samples, confidence)
+            points.append(
+                {
+                    "method": method,
+                    "step": t + 1,
+                    "evaluations": (t + 1) * group[0].executed_per_step,
+                    "mean": _mean(values),
+                    "median": _median(values),
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "runs": len(values),
+                }
+            )
+    return points
+
+
+def write_all(
+    runs: list[RunRow],
+    params_tables: dict,
+    ranking: dict,
+    r2g_card: dict,
+    context: dict,
+    tables_dir: Path,
+    plots_dir: Path,
+    metrics_path: Path,
+) -> None:
+    from maxcode.report.plots import plot_scaling
+
+    floor = params_tables.get("floor_speedup_at_1", False)
+    samples = params_tables.get("bootstrap_samples", 2000)
+    conf = params_tables.get("confidence", 0.95)
+    main = method_table(
+        "Main results: mean best speedup and average rank",
+        runs,
+        params_tables["main"],
+        context,
+        floor,
+        samples,
+        conf,
+    )
+    ablation = method_table(
+        "Ablation of the observation (Critique-only, Best Perf-only, Traj Critique Best Perf)",
+        runs,
+        params_tables["ablation"],
+        context,
+        floor,
+        samples,
+        conf,
+    )
+    rerank = rerank_table(runs, params_tables["rerank"], ranking, context, floor, samples, conf)
+    all_methods = list(
+        dict.fromkeys(
+            [*params_tables["main"], *params_tables["ablation"], *params_tables["rerank"]]
+        )
+    )
+    budget = budget_table(runs, all_methods, context)
+    for name, table in [
+        ("main", main),
+        ("ablation", ablation),
+        ("rerank", rerank),
+        ("budget", budget),
+    ]:
+        table.write(tables_dir, name)
+    curve_methods = list(dict.fromkeys([*params_tables["main"], *params_tables["ablation"]]))
+    curve = scaling_curve(runs, curve_methods, floor, samples, conf)
+    _write_curve_csv(curve, plots_dir / "speedup_vs_depth.csv")
+    plot_scaling(
+        curve, plots_dir / "speedup_vs_depth.png", title_note=_label(context, runs), confidence=conf
+    )
+    metrics = {
+        "main": _metric_block(main),
+        "ablation": _metric_block(ablation),
+        "rerank": _metric_block(rerank),
+        "r2g": ranking.get("metrics", {}),
+        "r2g_dataset": {
+            k: v for k, v in r2g_card.get("counts", {}).items() if isinstance(v, int | float)
+        },
+        "preset": context.get("preset"),
+    }
+    atomic_write_json(metrics_path, metrics)
+
+
+def _metric_block(table: Table) -> dict:
+    idx = {c: i for i, c in enumerate(table.columns)}
+    block: dict = {}
+    for row in table.rows:
+        key = f"{row[idx['method']]}/{row[idx['suite']]}"
+        block[key] = {
+            "mean_best_speedup": _round(row[idx["mean best speedup"]]),
+            "avg_rank": _round(row[idx["avg rank"]]),
+            "evals_per_run": _round(row[idx["evals/run"]]),
+        }
+    return block
+
+
+def _scores_by_unit(runs: list[RunRow], floor: bool) -> dict:
+    units: dict = defaultdict(dict)
+    for r in runs:
+        units[(r.task_id, r.seed)][r.method] = best_speedup(r, floor)
+    return units
+
+
+def _policy_label(group: list[RunRow]) -> str:
+    r = group[0]
+    label = f"{r.policy}{' (offline)' if r.policy_offline else ''}"
+    if r.critic:
+        label += f"; critic {r.critic}{' (offline)' if r.critic_offline else ''}"
+    return label
+
+
+def _context_notes(context: dict, runs: list[RunRow]) -> list[str]:
+    hw = runs[0].hardware if runs else {}
+    evaluators = sorted({r.evaluator for r in runs})
+    offline = all(r.policy_offline and (r.critic_offline in (None, True)) for r in runs)
+    return [
+        f"preset: {context.get('preset', '?')}"
+        + (" (offline: non-LLM policy and critic, labelled offline)" if offline else ""),
+        f"models: generator {context.get('generator', '?')}, critic {context.get('critic', '?')}",
+        f"evaluator: {', '.join(evaluators)}",
+        f"hardware: {hw.get('cpu', '?')} ({hw.get('cores', '?')} cores)",
+        f"seeds: {sorted({r.seed for r in runs})}",
+    ]
+
+
+def _label(context: dict, runs: list[RunRow]) -> str:
+    offline = all(r.policy_offline for r in runs)
+    return f"preset {context.get('preset', '?')}" + (
+        ", offline policy and critic" if offline else ""
+    )
+
+
+def _write_curve_csv(curve: list[dict], path: Path) -> None:
+    buf = io.StringIO()
+    cols = ["method", "step", "evaluations", "mean", "median", "ci_low", "ci_high", "runs"]
+    writer = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(curve)
+    atomic_write_text(path, buf.getvalue())
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def _median(values: list[float]) -> float:
+    s = sorted(values)
+    n = len(s)
+    if not n:
+        return math.nan
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def _round(v: object) -> object:
+    return (
+        round(v, 4)
+        if isinstance(v, float) and not math.isnan(v)
+        else (None if isinstance(v, float) else v)
+    )
+
+
+def _fmt(v: object, csv: bool = False) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "" if csv else "n/a"
+        return repr(round(v, 6)) if csv else f"{v:.3f}"
+    return str(v)
+
+
+def _latex_escape(text: str) -> str:
+    for a, b in [
+        ("\\", "\\textbackslash{}"),
+        ("&", "\\&"),
+        ("%", "\\%"),
+        ("_", "\\_"),
+        ("#", "\\#"),
+        ("$", "\\$"),
+    ]:
+        text = text.replace(a, b)
+    return text

@@ -1,0 +1,14 @@
+import sys
+
+from maxcode.pipeline import make_tables
+
+sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115
+make_tables(
+    list(snakemake.input.rollouts),
+    snakemake.input.ranking,
+    snakemake.input.card,
+    snakemake.params.tables,
+    snakemake.params.preset,
+    snakemake.params.llm,
+    list(snakemake.output),
+)
