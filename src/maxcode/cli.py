@@ -17,7 +17,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-ParamsOpt = Annotated[Path, typer.Option("--params", help="parameter file (Snakemake config and DVC params)")]
+ParamsOpt = Annotated[
+    Path, typer.Option("--params", help="parameter file (Snakemake config and DVC params)")
+]
 
 
 def _fail(err: Exception) -> None:
@@ -37,7 +39,9 @@ def check_params(params: ParamsOpt = Path("params.yaml")) -> None:
         _fail(err)
     typer.echo(f"{params}: valid")
     for suite, ids in plan.tasks.items():
-        typer.echo(f"suite {suite}: {len(ids)} tasks ({len(plan.held_out[suite])} held out for reranking)")
+        typer.echo(
+            f"suite {suite}: {len(ids)} tasks ({len(plan.held_out[suite])} held out for reranking)"
+        )
     typer.echo(f"methods: {', '.join(plan.table_methods())}; seeds {plan.seeds}")
     typer.echo(f"rollout jobs: {len(plan.all_rollouts())}")
 
@@ -67,8 +71,12 @@ def rollout_cmd(
     task: Annotated[str, typer.Argument(help="task id")],
     method: Annotated[str, typer.Argument(help="method name under `methods:`")],
     seed: Annotated[int, typer.Option(help="search seed")] = 0,
-    out: Annotated[Path | None, typer.Option(help="rollout JSONL (default: the pipeline's path)")] = None,
-    model: Annotated[Path | None, typer.Option(help="reward-to-go model folder (rerank: model)")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="rollout JSONL (default: the pipeline's path)")
+    ] = None,
+    model: Annotated[
+        Path | None, typer.Option(help="reward-to-go model folder (rerank: model)")
+    ] = None,
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Run (or resume) one task x method x seed search, exactly as the pipeline does."""
@@ -97,7 +105,83 @@ def rollout_cmd(
         model_dir=model,
         params=cfg,
     )
-    typer.echo(json.dumps({k: end[k] for k in ("best_reward", "evaluations", "stopped_by", "step_rewards")}))
+    typer.echo(
+        json.dumps(
+            {k: end[k] for k in ("best_reward", "evaluations", "stopped_by", "step_rewards")}
+        )
+    )
+
+
+@app.command("optimize")
+def optimize_cmd(
+    target: Annotated[
+        Path, typer.Argument(help="C++ source file, or a KernelBench-format .py file")
+    ],
+    kind: Annotated[str | None, typer.Option(help="cpp | cuda (default: from the suffix)")] = None,
+    method: Annotated[
+        str, typer.Option(help="maxcode | cuda-llm | effi-learner | best-of-n")
+    ] = "maxcode",
+    llm: Annotated[
+        str | None, typer.Option(help="BACKEND:MODEL (default: the offline policy and critic)")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible server URL (vLLM, SGLang)")
+    ] = None,
+    depth: Annotated[int, typer.Option(help="search steps")] = 4,
+    k: Annotated[int, typer.Option(help="candidates proposed per step")] = 4,
+    budget_evals: Annotated[
+        int | None, typer.Option(help="stop after this many evaluations")
+    ] = None,
+    budget_usd: Annotated[
+        float | None, typer.Option(help="stop before spending more than this")
+    ] = None,
+    tests: Annotated[
+        Path | None, typer.Option(help="C++: folder of input.<i>.txt / output.<i>.txt")
+    ] = None,
+    make_tests: Annotated[
+        int | None,
+        typer.Option(
+            help="C++: make outputs for the first N inputs in --tests by running your program"
+        ),
+    ] = None,
+    r2g_model: Annotated[
+        Path | None, typer.Option(help="reward-to-go model folder: rerank before executing")
+    ] = None,
+    timing: Annotated[
+        str, typer.Option(help="C++ timing: wall | instructions | cachegrind")
+    ] = "wall",
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("maxcode-out"),
+    resume: Annotated[bool, typer.Option(help="continue an interrupted run in --out")] = False,
+    seed: Annotated[int, typer.Option(help="search seed")] = 0,
+) -> None:
+    """Optimize your own program or kernel with the same search, and write a report."""
+    from maxcode.optimize.run import OptimizeOptions, optimize
+    from maxcode.optimize.target import TargetError
+
+    opts = OptimizeOptions(
+        target=target,
+        out=out,
+        kind=kind,
+        method=method,
+        llm=llm,
+        base_url=base_url,
+        depth=depth,
+        k=k,
+        budget_evals=budget_evals,
+        budget_usd=budget_usd,
+        tests=tests,
+        make_tests=make_tests,
+        r2g_model=r2g_model,
+        resume=resume,
+        seed=seed,
+        timing=timing,
+    )
+    try:
+        result = optimize(opts)
+    except (TargetError, ConfigError, TaskFormatError) as err:
+        _fail(err)
+    typer.echo(result["summary"])
+    typer.echo(f"report: {out / 'report.html'}; records: {out / 'run.jsonl'}")
 
 
 def _mount_optional() -> None:

@@ -163,7 +163,7 @@ def _run_step(ctx: RunContext, state: SearchState, step: int, writer: JsonlWrite
     obs = build_observation(
         task, method, step, state.history, state.best, state.best_discounted_reward(method.gamma)
     )
-    _emit(ctx, "propose", {"step": step, "k": method.k})
+    _emit(ctx, "propose", {"step": step, "k": method.k, "m": method.executed_per_step})
     proposals = ctx.policy.propose(obs, method.k, rng)
     if len(proposals) != method.k:
         raise RuntimeError(
@@ -216,7 +216,15 @@ def _run_step(ctx: RunContext, state: SearchState, step: int, writer: JsonlWrite
             _emit(
                 ctx,
                 "candidate",
-                {"step": step, "index": i, "status": result.status.value, "reward": reward},
+                {
+                    "step": step,
+                    "index": i,
+                    "status": result.status.value,
+                    "reward": reward,
+                    "critique": critique.text if critique else None,
+                    "usage": state.usage.to_dict(),
+                    "evaluations": state.evaluations,
+                },
             )
     state.step_rewards.append(step_best)
 

@@ -1,0 +1,1 @@
+"""`maxcode optimize`: the pipeline's search on one program or kernel a user brings."""
