@@ -170,3 +170,24 @@ def test_usage_is_summed_from_policy_and_critic(task, tmp_path):
 def test_missing_critic_is_a_clear_error(task, tmp_path):
     with pytest.raises(ValueError, match="critique"):
         run(task, tmp_path, method(critique=True))
+
+
+def test_llm_budget_exceeded_ends_the_run_cleanly(task, tmp_path):
+    from maxcode.llm.errors import BudgetExceeded
+
+    class SpendingPolicy(ScriptedPolicy):
+        def propose(self, obs, k, rng):
+            if obs.step == 1:
+                raise BudgetExceeded("generator", "calls", 3, 3)
+            return super().propose(obs, k, rng)
+
+    ctx = RunContext(
+        task=task,
+        method=method(),
+        seed=0,
+        policy=SpendingPolicy(SCRIPT),
+        evaluator=ScriptedEvaluator(),
+    )
+    end = run_search(ctx, tmp_path / "run.jsonl")
+    assert end["stopped_by"].startswith("budget: LLM budget of role 'generator' reached")
+    assert end["step_rewards"] == pytest.approx([1.5])

@@ -23,6 +23,7 @@ from maxcode.search.observation import build_observation, observation_summary
 from maxcode.search.returns import step_returns
 from maxcode.search.types import (
     Attempt,
+    BudgetExhausted,
     Critic,
     Critique,
     Evaluator,
@@ -34,10 +35,6 @@ from maxcode.search.types import (
 from maxcode.tasks.model import Task
 
 REFERENCE_ID = "reference"
-
-
-class BudgetExhausted(Exception):
-    """Raised by a part (e.g. an LLM backend) when a hard budget is reached."""
 
 
 def candidate_id(source: str) -> str:
