@@ -1,0 +1,217 @@
+"""Which backend and model serve each role (generator, critic, reward_to_go), and its limits.
+
+``params.yaml`` holds one block per role under ``llm:``; loading is strict so that a
+misspelled key fails instead of silently running with a default. API keys are never
+configured here: ``api_key_env`` names the environment variable that holds the key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from maxcode.llm.errors import LLMConfigError
+
+BACKEND_NAMES = ("offline", "openai", "anthropic", "hf")
+ROLES = ("generator", "critic", "reward_to_go")
+_DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+@dataclass(frozen=True)
+class LLMBudget:
+    """Hard limits per run for one role; None means unlimited.
+
+    Cache hits count at their original price so that a replay stops exactly where
+    the original run stopped.
+    """
+
+    max_calls: int | None = field(
+        default=None, metadata={"help": "completions (calls + cache hits)"}
+    )
+    max_tokens: int | None = field(default=None, metadata={"help": "input + output tokens"})
+    max_cost_usd: float | None = field(
+        default=None, metadata={"help": "money, from the role's prices"}
+    )
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None and value <= 0:
+                raise LLMConfigError(
+                    f"budget.{f.name}: must be > 0 or null (unlimited), got {value}"
+                )
+
+
+@dataclass(frozen=True)
+class RoleConfig:
+    """One role's backend, model, sampling, limits and prices."""
+
+    role: str = field(default="generator", metadata={"help": "generator | critic | reward_to_go"})
+    backend: str = field(
+        default="offline", metadata={"help": "which backend", "choices": BACKEND_NAMES}
+    )
+    model: str = field(
+        default="",
+        metadata={"help": "API model id, or a local model directory for hf; empty for offline"},
+    )
+    base_url: str | None = field(
+        default=None,
+        metadata={
+            "help": "server URL (openai: any OpenAI-compatible server, e.g. vLLM at http://host:8000/v1)"
+        },
+    )
+    api_key_env: str | None = field(
+        default=None,
+        metadata={"help": "NAME of the environment variable holding the key (default per backend)"},
+    )
+    adapter: str | None = field(default=None, metadata={"help": "hf: directory of a peft adapter"})
+    device: str = field(
+        default="auto", metadata={"help": "hf: auto (cuda when present) | cpu | cuda"}
+    )
+    max_tokens: int = field(
+        default=4096, metadata={"help": "completion tokens per call (thinking included)"}
+    )
+    temperature: float = field(default=0.8, metadata={"help": "sampling temperature; 0 = greedy"})
+    top_p: float = field(default=1.0, metadata={"help": "nucleus sampling mass"})
+    thinking_budget: int | None = field(
+        default=None, metadata={"help": "anthropic: extended-thinking token budget (>= 1024)"}
+    )
+    concurrency: int = field(
+        default=8, metadata={"help": "calls in flight at once per backend endpoint"}
+    )
+    timeout_s: float = field(default=600.0, metadata={"help": "per-call timeout"})
+    max_retries: int = field(
+        default=6, metadata={"help": "retries on 429, 5xx, timeouts and dropped connections"}
+    )
+    retry_base_s: float = field(
+        default=1.0, metadata={"help": "first backoff delay; doubles per retry"}
+    )
+    retry_max_s: float = field(default=60.0, metadata={"help": "cap on one backoff delay"})
+    price_input_per_mtok: float = field(default=0.0, metadata={"help": "USD per 1M input tokens"})
+    price_output_per_mtok: float = field(default=0.0, metadata={"help": "USD per 1M output tokens"})
+    cache_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "SQLite response cache shared by parallel jobs; null: "
+            "<pipeline cache dir>/llm_responses.sqlite"
+        },
+    )
+    budget: LLMBudget = field(default_factory=LLMBudget)
+
+    def __post_init__(self) -> None:
+        where = f"llm.{self.role}"
+        if self.role not in ROLES:
+            raise LLMConfigError(f"{where}: role must be one of {list(ROLES)}")
+        if self.backend not in BACKEND_NAMES:
+            raise LLMConfigError(
+                f"{where}.backend: {self.backend!r} is not one of {list(BACKEND_NAMES)}"
+            )
+        if self.backend in ("openai", "anthropic", "hf") and not self.model:
+            raise LLMConfigError(
+                f"{where}.model: backend {self.backend!r} needs a model id or path"
+            )
+        if self.max_tokens < 1:
+            raise LLMConfigError(f"{where}.max_tokens: must be >= 1, got {self.max_tokens}")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise LLMConfigError(f"{where}.temperature: must be in [0, 2], got {self.temperature}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise LLMConfigError(f"{where}.top_p: must be in (0, 1], got {self.top_p}")
+        if self.concurrency < 1 or self.max_retries < 0 or self.timeout_s <= 0:
+            raise LLMConfigError(
+                f"{where}: concurrency >= 1, max_retries >= 0 and timeout_s > 0 are required "
+                f"(got {self.concurrency}, {self.max_retries}, {self.timeout_s})"
+            )
+        if self.retry_base_s < 0 or self.retry_max_s < self.retry_base_s:
+            raise LLMConfigError(f"{where}: need 0 <= retry_base_s <= retry_max_s")
+        if self.price_input_per_mtok < 0 or self.price_output_per_mtok < 0:
+            raise LLMConfigError(f"{where}: prices must be >= 0 USD per 1M tokens")
+        if self.thinking_budget is not None:
+            if self.backend != "anthropic":
+                raise LLMConfigError(
+                    f"{where}.thinking_budget: extended thinking is an anthropic feature; "
+                    f"set it to null for backend {self.backend!r}"
+                )
+            if not 1024 <= self.thinking_budget < self.max_tokens:
+                raise LLMConfigError(
+                    f"{where}.thinking_budget: must be >= 1024 and below max_tokens={self.max_tokens} "
+                    f"(the answer needs room too), got {self.thinking_budget}"
+                )
+            if self.temperature != 1.0:
+                raise LLMConfigError(
+                    f"{where}.temperature: the Messages API requires temperature 1.0 with "
+                    f"extended thinking, got {self.temperature}"
+                )
+        if self.adapter is not None and self.backend != "hf":
+            raise LLMConfigError(f"{where}.adapter: only the hf backend loads peft adapters")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise LLMConfigError(f"{where}.device: auto | cpu | cuda, got {self.device!r}")
+
+    @property
+    def key_env(self) -> str | None:
+        """Environment variable read for the API key (None for local backends)."""
+        return self.api_key_env or _DEFAULT_KEY_ENV.get(self.backend)
+
+    def api_key(self) -> str:
+        """The key from the environment; the error names the variable, never a value."""
+        name = self.key_env
+        value = os.environ.get(name or "", "")
+        if not name or not value:
+            raise LLMConfigError(
+                f"llm.{self.role}: backend {self.backend!r} needs an API key in the environment "
+                f"variable {name}; export it (or set api_key_env to the variable that holds it)"
+            )
+        return value
+
+    @property
+    def model_id(self) -> str:
+        """The model as part of cache keys: a local model with an adapter is another model."""
+        return self.model + (f"+{self.adapter}" if self.adapter else "")
+
+    @property
+    def identity(self) -> str:
+        """Backend and model as recorded in rollouts, e.g. ``anthropic:claude-3-7-sonnet``."""
+        return f"{self.backend}:{self.model_id}" if self.model_id else self.backend
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (
+            input_tokens * self.price_input_per_mtok + output_tokens * self.price_output_per_mtok
+        ) / 1e6
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def role_config_from_dict(role: str, d: dict[str, Any] | None) -> RoleConfig:
+    """Strict: an unknown key (in the role or its budget) fails with the allowed keys."""
+    d = dict(d or {})
+    known = {f.name for f in fields(RoleConfig)} - {"role"}
+    unknown = set(d) - known
+    if unknown:
+        raise LLMConfigError(
+            f"llm.{role}: unknown key(s) {sorted(unknown)}; allowed: {sorted(known)}"
+        )
+    budget = d.pop("budget", None) or {}
+    if not isinstance(budget, dict):
+        raise LLMConfigError(f"llm.{role}.budget: must be a mapping, got {type(budget).__name__}")
+    budget_known = {f.name for f in fields(LLMBudget)}
+    if set(budget) - budget_known:
+        raise LLMConfigError(
+            f"llm.{role}.budget: unknown key(s) {sorted(set(budget) - budget_known)}; "
+            f"allowed: {sorted(budget_known)}"
+        )
+    try:
+        return RoleConfig(role=role, budget=LLMBudget(**budget), **d)
+    except LLMConfigError as err:
+        if str(err).startswith("budget."):
+            raise LLMConfigError(f"llm.{role}.{err}") from None
+        raise
+
+
+def llm_config_from_dict(d: dict[str, Any] | None) -> dict[str, RoleConfig]:
+    """The whole ``llm:`` block: one RoleConfig per role (missing roles are offline)."""
+    d = dict(d or {})
+    unknown = set(d) - set(ROLES)
+    if unknown:
+        raise LLMConfigError(f"llm: unknown role(s) {sorted(unknown)}; allowed: {list(ROLES)}")
+    return {role: role_config_from_dict(role, d.get(role)) for role in ROLES}

@@ -1,0 +1,35 @@
+"""Errors of the LLM layer; every message is for a human and never carries an API key."""
+
+from __future__ import annotations
+
+from maxcode.search.types import BudgetExhausted
+
+
+class LLMError(RuntimeError):
+    """Base class: something in the LLM layer failed; the message says what and how to fix."""
+
+
+class LLMConfigError(LLMError, ValueError):
+    """A role config is invalid (unknown key, bad value, missing API key variable)."""
+
+
+class LLMCallFailed(LLMError):
+    """A backend call failed for good: not retryable, or retries were exhausted.
+
+    Completions that finished before the failure are already in the response cache,
+    so a rerun pays only for the missing ones.
+    """
+
+
+class BudgetExceeded(LLMError, BudgetExhausted):
+    """The run's hard LLM budget (calls, tokens or money) is spent; the loop stops cleanly."""
+
+    def __init__(self, role: str, what: str, spent: float, limit: float):
+        self.role, self.what, self.spent, self.limit = role, what, spent, limit
+        super().__init__(
+            f"LLM budget of role {role!r} reached: {what} at {spent:g} of limit {limit:g}; "
+            f"raise llm.{role}.budget.{_FIELD[what]} in params.yaml to allow more"
+        )
+
+
+_FIELD = {"calls": "max_calls", "tokens": "max_tokens", "cost_usd": "max_cost_usd"}
