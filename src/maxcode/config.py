@@ -50,6 +50,13 @@ def validate_params(params: object, source: str = "params.yaml") -> None:
     if errors:
         raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errors[:5]))
     assert isinstance(params, dict)
+    from maxcode.llm.config import llm_config_from_dict
+    from maxcode.llm.errors import LLMConfigError
+
+    try:
+        llm_config_from_dict(params["llm"])
+    except LLMConfigError as err:
+        raise ConfigError(f"{source}: {err}") from err
     methods = resolve_methods(params)
     for group in ("main", "ablation", "rerank"):
         for name in params["tables"].get(group, []):

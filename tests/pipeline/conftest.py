@@ -43,9 +43,11 @@ def make_workdir(path: Path, params: dict) -> Path:
     return path
 
 
-def snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, timeout: float = 900, env: dict | None = None
+) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--rerun-incomplete", *args]
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="session")
