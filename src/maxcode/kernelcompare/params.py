@@ -1,0 +1,74 @@
+"""The ``kernelcompare:`` block of params.yaml, loaded strictly into one dataclass per stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from maxcode.kernelcompare.config import ExtractConfig, SplitConfig, from_mapping
+from maxcode.kernelcompare.harness import HarnessConfig
+from maxcode.kernelcompare.models import ModelSpec
+from maxcode.search.config import ConfigError
+
+SECTIONS = ("extract", "harness", "split", "model", "sft", "grpo", "heldout")
+
+
+@dataclass(frozen=True)
+class HeldoutConfig:
+    max_new_tokens: int = field(
+        default=4096, metadata={"help": "generation limit per held-out task (the report's 4096)"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ConfigError("kernelcompare.heldout.max_new_tokens: must be >= 1")
+
+
+@dataclass
+class KernelCompareParams:
+    """Raw trainer sections stay mappings until needed, so extraction never imports TRL."""
+
+    extract: ExtractConfig
+    harness: HarnessConfig
+    split: SplitConfig
+    model: ModelSpec | None
+    heldout: HeldoutConfig
+    sft: dict[str, Any]
+    grpo: dict[str, Any]
+
+    def sft_config(self, **overrides: Any):
+        from maxcode.kernelcompare.sft import KernelCompareSFTConfig
+
+        return from_mapping(KernelCompareSFTConfig, {**self.sft, **overrides}, "kernelcompare.sft")
+
+    def grpo_config(self, **overrides: Any):
+        from maxcode.kernelcompare.grpo import KernelCompareGRPOConfig
+
+        return from_mapping(
+            KernelCompareGRPOConfig, {**self.grpo, **overrides}, "kernelcompare.grpo"
+        )
+
+    def require_model(self) -> ModelSpec:
+        if self.model is None:
+            raise ConfigError(
+                "kernelcompare.model: not set; give name_or_path (a local checkpoint) or "
+                "from_config (Qwen2Config kwargs)"
+            )
+        return self.model
+
+
+def load_kernelcompare_params(params: dict | None) -> KernelCompareParams:
+    block = dict((params or {}).get("kernelcompare") or {})
+    unknown = sorted(set(block) - set(SECTIONS))
+    if unknown:
+        raise ConfigError(f"kernelcompare: unknown section(s) {unknown}; allowed: {list(SECTIONS)}")
+    model = block.get("model")
+    return KernelCompareParams(
+        extract=from_mapping(ExtractConfig, block.get("extract"), "kernelcompare.extract"),
+        harness=from_mapping(HarnessConfig, block.get("harness"), "kernelcompare.harness"),
+        split=from_mapping(SplitConfig, block.get("split"), "kernelcompare.split"),
+        model=from_mapping(ModelSpec, model, "kernelcompare.model") if model else None,
+        heldout=from_mapping(HeldoutConfig, block.get("heldout"), "kernelcompare.heldout"),
+        sft=dict(block.get("sft") or {}),
+        grpo=dict(block.get("grpo") or {}),
+    )

@@ -1,0 +1,156 @@
+"""The report's Table 1 from measured results: correctness and speedups on held-out tasks.
+
+Input: one JSONL per stage (base, +SFT, +GRPO), one line per held-out task with its
+``EvalResult``, as ``heldout.evaluate_stage`` writes them. Nothing here is typed in.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from maxcode.evaluate.result import EvalResult
+from maxcode.records import read_jsonl
+
+REDUCTION = 0.33  # the report counts kernels with at least 33% runtime reduction
+
+
+@dataclass(frozen=True)
+class StageRow:
+    stage: str
+    model: str
+    tasks: int
+    compiled: int
+    correct: int
+    faster: int  # correct and speedup > 1
+    reduced_33: int  # correct and runtime reduced by >= 33% (speedup >= 1 / 0.67)
+    geomean_speedup: float | None  # over correct kernels; None when none is correct
+    median_speedup: float | None
+
+    @property
+    def correctness(self) -> float:
+        return self.correct / self.tasks if self.tasks else 0.0
+
+
+def stage_row(stage: str, records: list[dict]) -> StageRow:
+    if not records:
+        raise ValueError(f"stage {stage!r}: no evaluation records; run the held-out evaluation")
+    models = sorted({r.get("model", "") for r in records})
+    results = [EvalResult.from_dict(r["result"]) for r in records]
+    task_ids = [r["task_id"] for r in records]
+    if len(set(task_ids)) != len(task_ids):
+        raise ValueError(f"stage {stage!r}: a task is evaluated twice; one record per task")
+    speedups = [r.speedup for r in results if r.speedup is not None]
+    return StageRow(
+        stage=stage,
+        model=", ".join(models),
+        tasks=len(results),
+        compiled=sum(r.status.compiled for r in results),
+        correct=sum(r.status.correct for r in results),
+        faster=sum(s > 1.0 for s in speedups),
+        reduced_33=sum(1 - 1 / s >= REDUCTION - 1e-9 for s in speedups),  # float rounding
+        geomean_speedup=math.exp(statistics.fmean(map(math.log, speedups))) if speedups else None,
+        median_speedup=statistics.median(speedups) if speedups else None,
+    )
+
+
+def load_rows(stage_files: dict[str, Path]) -> list[StageRow]:
+    """Rows in the given stage order; every stage must cover the same tasks."""
+    rows, task_sets = [], {}
+    for stage, path in stage_files.items():
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{path}: results of stage {stage!r} not found")
+        records = list(read_jsonl(Path(path)))
+        task_sets[stage] = {r["task_id"] for r in records}
+        rows.append(stage_row(stage, records))
+    first = next(iter(task_sets.values()), set())
+    for stage, ids in task_sets.items():
+        if ids != first:
+            raise ValueError(
+                f"stage {stage!r} covers different tasks than the first stage "
+                f"(missing {sorted(first - ids)[:5]}, extra {sorted(ids - first)[:5]}); "
+                "compare stages on the same held-out split"
+            )
+    return rows
+
+
+COLUMNS = (
+    "Stage",
+    "Model",
+    "Tasks",
+    "Compiled",
+    "Correct",
+    "Correctness",
+    "Faster",
+    ">=33% reduction",
+    "Geomean speedup (correct)",
+)
+
+
+def _cells(row: StageRow) -> list[str]:
+    geo = f"{row.geomean_speedup:.2f}x" if row.geomean_speedup is not None else "-"
+    return [
+        row.stage,
+        row.model,
+        str(row.tasks),
+        str(row.compiled),
+        str(row.correct),
+        f"{row.correctness:.0%}",
+        str(row.faster),
+        str(row.reduced_33),
+        geo,
+    ]
+
+
+def to_markdown(rows: list[StageRow]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(rows: list[StageRow]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows(_cells(r) for r in rows)
+    return buf.getvalue()
+
+
+def _tex_escape(text: str) -> str:
+    for char, repl in (
+        ("\\", r"\textbackslash{}"),
+        ("%", r"\%"),
+        ("&", r"\&"),
+        ("_", r"\_"),
+        ("#", r"\#"),
+    ):
+        text = text.replace(char, repl)
+    return text.replace(">=", r"$\geq$")
+
+
+def to_latex(rows: list[StageRow]) -> str:
+    lines = [
+        r"\begin{tabular}{ll" + "r" * (len(COLUMNS) - 2) + "}",
+        r"\toprule",
+        " & ".join(_tex_escape(c) for c in COLUMNS) + r" \\",
+        r"\midrule",
+    ]
+    lines += [" & ".join(_tex_escape(c) for c in _cells(r)) + r" \\" for r in rows]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(rows: list[StageRow], out_prefix: Path) -> list[Path]:
+    from maxcode.records import atomic_write_text
+
+    out_prefix = Path(out_prefix)
+    written = []
+    for suffix, render in ((".md", to_markdown), (".csv", to_csv), (".tex", to_latex)):
+        path = out_prefix.with_name(out_prefix.name + suffix)
+        atomic_write_text(path, render(rows))
+        written.append(path)
+    return written
