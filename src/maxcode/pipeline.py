@@ -164,7 +164,7 @@ def build_evaluator(language: str, evaluation: dict, cache_dir: Path, profile: b
     """The evaluator for a task's language, behind the shared evaluation cache."""
     from maxcode.evaluate.cache import CachedEvaluator, EvalCache
 
-    cache_dir = Path(cache_dir)
+    cache_dir = Path(cache_dir).resolve()
     if language == "cpp":
         from maxcode.evaluate.cpp import CppEvalConfig, CppEvaluator
 

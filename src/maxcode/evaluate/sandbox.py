@@ -1,0 +1,378 @@
+"""Run one untrusted program under limits, isolated as far as this machine allows.
+
+The work is done by a small compiled launcher (``sandbox_helper.cpp``) so that a run costs
+about a millisecond over a bare ``subprocess`` call. As root it gives every run a fresh
+mount, network, pid, IPC and UTS namespace, a size-capped private tmpfs as ``/tmp`` and
+cwd, empty read-only mounts over hidden paths (tests with expected outputs, caches, the
+project), a dedicated unprivileged uid per concurrent run (so ``RLIMIT_NPROC`` counts only
+that run's processes and a fork bomb stops at the limit), and the kernel kills every process
+left in the pid namespace when the run ends. Without root it keeps the rlimits, the scrubbed
+environment and process-group kill, and :func:`isolation_statement` says what is missing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import random
+import selectors
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+HELPER_SOURCE = Path(__file__).with_name("sandbox_helper.cpp")
+HELPER_LINKING = (["-static"], ["-static-libstdc++", "-static-libgcc"])  # tried in order
+SCRUBBED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C"}
+UID_BASE = 61000  # dedicated uids 61000..61511, one per concurrent run on the machine
+UID_SLOTS = 512
+# Fixed paths: every process on the machine must see the same locks.
+SLOT_LOCK_DIR = Path("/tmp/maxcode-sandbox-uids")
+CPU_LOCK_DIR = Path("/tmp/maxcode-sandbox-cpus")
+MEMORY_MESSAGES = (b"bad_alloc", b"Cannot allocate memory", b"out of memory", b"mmap failed")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself could not run (not the candidate failing); the message says why."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-run limits; defaults follow PIE (500 MB address space)."""
+
+    wall_s: float = 10.0
+    cpu_s: int = 10
+    memory_mb: int = 500
+    output_bytes: int = 16 << 20
+    stderr_bytes: int = 64 << 10
+    file_bytes: int = 16 << 20
+    tmpfs_mb: int = 64
+    processes: int = 16
+
+    def __post_init__(self) -> None:
+        for name in ("wall_s", "cpu_s", "memory_mb", "output_bytes", "file_bytes", "tmpfs_mb"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"sandbox limit {name} must be > 0, got {getattr(self, name)}")
+        if self.processes < 1:
+            raise ValueError(f"sandbox limit processes must be >= 1, got {self.processes}")
+
+
+@dataclass
+class RunOutcome:
+    """How one sandboxed run ended, with what it printed (capped)."""
+
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    output_limited: bool
+    wall_s: float
+    cpu_s: float
+    maxrss_kb: int
+    stdout: bytes
+    stderr: bytes
+
+    def memory_exceeded(self, limit_mb: int) -> bool:
+        """The program died after an allocation failed under the address-space limit.
+
+        Seen as an allocator message on stderr (C++ ``bad_alloc``) or, for C code that
+        writes through a failed ``malloc``, as a crash with resident memory near the limit.
+        """
+        crashed = self.signal is not None or (self.exit_code or 0) != 0
+        near_limit = self.maxrss_kb >= 0.8 * limit_mb * 1024
+        return crashed and (near_limit or any(m in self.stderr for m in MEMORY_MESSAGES))
+
+
+def build_helper(cache_dir: Path) -> Path:
+    """Compile the launcher once per source version; safe when processes race (atomic rename).
+
+    Linked statically where the C library allows it: loading libstdc++ at every launch
+    would cost about a millisecond.
+    """
+    recipe = json.dumps(HELPER_LINKING).encode()
+    digest = hashlib.sha256(HELPER_SOURCE.read_bytes() + recipe).hexdigest()[:16]
+    out = Path(cache_dir) / "sandbox" / f"mcbox-{digest}"
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex}.tmp")
+    errors = []
+    for link in HELPER_LINKING:
+        cmd = ["g++", "-O2", "-std=c++17", *link, "-o", str(tmp), str(HELPER_SOURCE)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode == 0:
+            os.replace(tmp, out)
+            return out
+        errors.append(f"{' '.join(link)}: {proc.stderr.strip()[:1000]}")
+    tmp.unlink(missing_ok=True)
+    raise SandboxError(
+        f"could not build the sandbox launcher from {HELPER_SOURCE} with g++ "
+        f"({'; '.join(errors)}); install g++ (>= 9) or fix the compiler on PATH"
+    )
+
+
+@functools.cache
+def _probe(helper: str) -> str:
+    """Why full isolation is unavailable ("" when it works), detected once per process."""
+    if os.geteuid() != 0:
+        return "not root"
+    r, w = os.pipe()
+    try:
+        with uid_slot() as slot:  # a free uid: a busy one could fail the probe
+            uid = str(slot)
+            proc = subprocess.run(
+                [helper, "--status-fd", str(w), "--uid", uid, "--gid", uid, "--", "/bin/true"],
+                pass_fds=(w,),
+                env=SCRUBBED_ENV,
+                capture_output=True,
+                timeout=30,
+            )
+    finally:
+        os.close(w)
+        status = _read_all(r)
+    if proc.returncode == 0 and "exit=0 " in status:
+        return ""
+    error = status.split("setup_error=", 1)[-1].strip() or proc.stderr.decode(errors="replace")
+    return f"launcher probe failed: {error.strip()[:200]}"
+
+
+def isolation_statement(missing: str) -> str:
+    """One line recorded with every result: the isolation actually in force.
+
+    ``missing`` says why namespaces and the dedicated uid are unavailable ("" if they work).
+    """
+    common = "rlimits(cpu,as,fsize,nofile,core), scrubbed env, stdout/stderr caps, wall-time kill"
+    if not missing:
+        return (
+            "namespaces(mount,net,pid,ipc,uts): no network, private size-capped /tmp as cwd, "
+            "hidden tests/caches/project, all processes killed at exit; dedicated uid with "
+            f"RLIMIT_NPROC; {common}"
+        )
+    return (
+        f"NO namespaces ({missing}): network reachable, filesystem readable/writable as the "
+        "calling user, RLIMIT_NPROC shared with that user, process-group kill only; " + common
+    )
+
+
+class Sandbox:
+    """Runs programs with :meth:`run`; one instance can be shared by threads.
+
+    ``PROGRAM`` in an argv stands for the copy of ``copy_program`` in the run's private
+    directory, so the same argv works with and without namespaces.
+    """
+
+    PROGRAM = "{program}"
+
+    def __init__(self, cache_dir: Path, hide: Sequence[Path] = ()):
+        self.helper = build_helper(cache_dir)
+        missing = _probe(str(self.helper))
+        self.namespaces = not missing  # namespaces and a dedicated uid per run, or neither
+        self.isolation = isolation_statement(missing)
+        self.hide = tuple(str(Path(p).resolve()) for p in hide)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        limits: Limits,
+        stdin_path: Path | None = None,
+        hide: Sequence[Path] = (),
+        cpu: int | None = None,
+        copy_program: Path | None = None,
+        pass_fds: Sequence[int] = (),
+    ) -> RunOutcome:
+        """Run ``argv`` under ``limits``; ``copy_program`` is first copied into its private cwd."""
+        with self._slot() as uid, self._workdir() as workdir:
+            program = f"{workdir}/prog"
+            argv = [a.replace(self.PROGRAM, program) for a in argv]
+            cmd = [str(self.helper), "--wall-ms", str(int(limits.wall_s * 1000))]
+            cmd += ["--cpu-s", str(limits.cpu_s), "--as-bytes", str(limits.memory_mb << 20)]
+            cmd += ["--fsize-bytes", str(limits.file_bytes), "--nproc", str(limits.processes)]
+            cmd += ["--tmpfs-bytes", str(limits.tmpfs_mb << 20)]
+            cmd += ["--stdin", str(stdin_path or "/dev/null"), "--workdir", workdir]
+            if cpu is not None:
+                cmd += ["--cpu", str(cpu)]
+            if uid is not None:
+                cmd += ["--uid", str(uid), "--gid", str(uid)]
+            if not self.namespaces:
+                cmd.append("--no-ns")
+            if copy_program is not None:
+                cmd += ["--copy", str(copy_program)]
+            for p in (*self.hide, *(str(Path(h).resolve()) for h in hide)):
+                cmd += ["--hide", p]
+            return self._launch(cmd, argv, limits, pass_fds)
+
+    def _launch(
+        self, cmd: list[str], argv: Sequence[str], limits: Limits, pass_fds: Sequence[int]
+    ) -> RunOutcome:
+        status_r, status_w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                [*cmd, "--status-fd", str(status_w), "--", *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(status_w, *pass_fds),
+                env=SCRUBBED_ENV,
+                start_new_session=True,
+            )
+        except OSError as err:
+            os.close(status_r)
+            os.close(status_w)
+            raise SandboxError(f"could not start the sandbox launcher {cmd[0]}: {err}") from err
+        os.close(status_w)
+        try:
+            stdout, stderr, limited = _read_capped(proc, limits)
+        finally:
+            if proc.poll() is None:
+                _kill(proc)
+            proc.wait()
+            status = _read_all(status_r)
+        return _outcome(status, stdout, stderr, limited, cmd[0])
+
+    @contextmanager
+    def _workdir(self) -> Iterator[str]:
+        """The program's cwd: the launcher's private tmpfs, else a fresh temp dir (no root)."""
+        if self.namespaces:
+            yield "/tmp"
+            return
+        with tempfile.TemporaryDirectory(prefix="mcbox-") as workdir:
+            yield workdir
+
+    @contextmanager
+    def _slot(self) -> Iterator[int | None]:
+        if not self.namespaces:
+            yield None
+            return
+        with uid_slot() as uid:
+            yield uid
+
+
+@contextmanager
+def uid_slot() -> Iterator[int]:
+    """A uid no other concurrent run (in any process on this machine) is using."""
+    SLOT_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+    start = random.randrange(UID_SLOTS)
+    for i in range(UID_SLOTS):
+        uid = UID_BASE + (start + i) % UID_SLOTS
+        fd = os.open(SLOT_LOCK_DIR / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield uid
+        finally:
+            os.close(fd)  # releases the lock
+        return
+    raise SandboxError(
+        f"all {UID_SLOTS} sandbox uids are busy; lower the number of parallel evaluators"
+    )
+
+
+@contextmanager
+def cpu_slot(cpus: Sequence[int]) -> Iterator[int]:
+    """A CPU no other evaluation on this machine (any process) is timing on; waits if none.
+
+    Pinning each running evaluation to its own CPU keeps timed programs from sharing a core,
+    across all evaluators of all processes (several Snakemake jobs included).
+    """
+    if not cpus:
+        raise ValueError("cpu_slot needs at least one CPU")
+    CPU_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+    fds = {c: os.open(CPU_LOCK_DIR / f"{c}.lock", os.O_CREAT | os.O_RDWR, 0o600) for c in cpus}
+    chosen = None
+    try:
+        while chosen is None:
+            for cpu in random.sample(list(cpus), len(cpus)):
+                try:
+                    fcntl.flock(fds[cpu], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                chosen = cpu
+                break
+            else:
+                time.sleep(0.005)
+        yield chosen
+    finally:
+        for fd in fds.values():
+            os.close(fd)  # closing the held one releases its lock
+
+
+def _read_capped(proc: subprocess.Popen, limits: Limits) -> tuple[bytes, bytes, bool]:
+    """Collect stdout/stderr up to their caps; kill on overflow or past the backstop deadline."""
+    caps = {proc.stdout: limits.output_bytes, proc.stderr: limits.stderr_bytes}
+    chunks: dict = {proc.stdout: [], proc.stderr: []}
+    sizes = {proc.stdout: 0, proc.stderr: 0}
+    deadline = time.monotonic() + limits.wall_s + 5.0  # the launcher enforces wall_s itself
+    limited = False
+    with selectors.DefaultSelector() as sel:
+        for f in caps:
+            sel.register(f, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _kill(proc)
+                break
+            for key, _ in sel.select(timeout=left):
+                data = os.read(key.fd, 1 << 16)
+                f = key.fileobj
+                if not data:
+                    sel.unregister(f)
+                    continue
+                room = caps[f] - sizes[f]
+                chunks[f].append(data[:room] if room > 0 else b"")
+                sizes[f] += len(data)
+                if sizes[f] > caps[f] and f is proc.stdout:
+                    limited = True
+                    _kill(proc)
+    for f in caps:
+        f.close()
+    return b"".join(chunks[proc.stdout]), b"".join(chunks[proc.stderr]), limited
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill the launcher; its init dies with it (PDEATHSIG) and takes the namespace along."""
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _read_all(fd: int) -> str:
+    parts = []
+    while chunk := os.read(fd, 4096):
+        parts.append(chunk)
+    os.close(fd)
+    return b"".join(parts).decode(errors="replace")
+
+
+def _outcome(status: str, stdout: bytes, stderr: bytes, limited: bool, helper: str) -> RunOutcome:
+    lines = status.strip().splitlines()
+    line = lines[-1] if lines else ""  # init's report comes last
+    fields = dict(kv.split("=", 1) for kv in line.split(" setup_error=")[0].split() if "=" in kv)
+    errors = [ln.split(" setup_error=", 1)[1] for ln in lines if " setup_error=" in ln]
+    setup_error = next((e for e in errors if e), "")
+    if setup_error and not limited:
+        raise SandboxError(f"sandbox launcher {helper} failed to set up the run: {setup_error}")
+    if not fields:
+        if limited:  # killed for output before init reported
+            return RunOutcome(None, signal.SIGKILL, False, True, 0.0, 0.0, 0, stdout, stderr)
+        raise SandboxError(f"sandbox launcher {helper} ended without a status line: {status!r}")
+    code, sig = int(fields["exit"]), int(fields["signal"])
+    return RunOutcome(
+        exit_code=code if code >= 0 else None,
+        signal=sig or None,
+        timed_out=fields["timeout"] == "1",
+        output_limited=limited,
+        wall_s=int(fields["wall_ns"]) / 1e9,
+        cpu_s=(int(fields["user_us"]) + int(fields["sys_us"])) / 1e6,
+        maxrss_kb=int(fields["maxrss_kb"]),
+        stdout=stdout,
+        stderr=stderr,
+    )

@@ -1,0 +1,5 @@
+// Prints forever.
+#include <cstdio>
+int main() {
+    for (;;) fputs("flood flood flood flood flood flood flood flood\n", stdout);
+}

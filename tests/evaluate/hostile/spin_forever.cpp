@@ -1,0 +1,5 @@
+// Burns CPU forever.
+int main() {
+    volatile unsigned long x = 0;
+    for (;;) ++x;
+}
