@@ -1,0 +1,312 @@
+"""Benchmarks of the CUDA evaluator (run on a GPU machine; every figure measured in this run).
+
+Sections (``--section``, repeatable):
+
+* ``compile``: where a candidate's compile time goes. One KernelBench-style candidate
+  (the ``.cu`` includes ``torch/extension.h``) built by torch's own ``load_inline`` and
+  by our build cache with each speed-up switched on in turn; prints seconds and the
+  ratio against ``load_inline`` measured in the same run.
+* ``throughput``: the generated candidate set (correct, wrong, compile errors, slow,
+  fast) evaluated with a cold then a warm build cache; candidates/minute, compile and
+  evaluation time per candidate, run-to-run spread of speedups (same candidates timed
+  twice), and a one-at-a-time baseline (one compile job, one candidate after another,
+  cold cache) on a sample, measured in the same run.
+* ``baselines``: our eager and torch.compile timings of KernelBench problems next to
+  KernelBench's published H100 numbers (``--kernelbench-dir``, ``--timing-dir``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from cuda_candidates import VARIANTS, benchmark_set
+
+from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec
+from maxcode.evaluate.cuda.figures import detect_cuda_arch, nvidia_smi
+
+KB_STYLE_CUDA = r"""
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+__global__ void elementwise_add_kernel(const float* a, const float* b, float* out, int size) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < size) out[idx] = a[idx] + b[idx];
+}
+torch::Tensor elementwise_add_cuda(torch::Tensor a, torch::Tensor b) {
+    auto size = a.numel();
+    auto out = torch::zeros_like(a);
+    elementwise_add_kernel<<<(size + 255) / 256, 256>>>(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), size);
+    return out;
+}
+"""
+KB_STYLE_CPP = "torch::Tensor elementwise_add_cuda(torch::Tensor a, torch::Tensor b);"
+
+
+def _spec(tag: str) -> ExtensionSpec:
+    return ExtensionSpec.from_load_inline(
+        name="elementwise_add",
+        cpp_sources=KB_STYLE_CPP,
+        cuda_sources=KB_STYLE_CUDA + f"// {tag}\n",
+        functions=["elementwise_add_cuda"],
+    )
+
+
+def _torch_load_inline_seconds(workdir: Path) -> float:
+    """torch's load_inline in a fresh process and build directory (what KernelBench's harness does)."""
+    code = (
+        "import time, torch\nfrom torch.utils.cpp_extension import load_inline\n"
+        f"t = time.monotonic()\nload_inline(name='elementwise_add', cpp_sources={KB_STYLE_CPP!r}, cuda_sources={KB_STYLE_CUDA!r}, "
+        f"functions=['elementwise_add_cuda'], build_directory={str(workdir)!r})\nprint(time.monotonic() - t)\n"
+    )
+    workdir.mkdir(parents=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def section_compile(arch: str, work: Path) -> dict:
+    print("\n== compile: one KernelBench-style candidate (.cu includes torch/extension.h) ==")
+    variants = {
+        "ours: no PCH, full headers": (False, False),
+        "ours: PCH + light headers (incl. building PCH)": (True, True),
+    }
+
+    def build(label: str) -> dict:
+        pch, light = variants[label]
+        cache = BuildCache(
+            work / label.split(":")[1].strip().replace(" ", "_"),
+            arch,
+            host_pch=pch,
+            light_cuda_headers=light,
+        )
+        t = time.monotonic()
+        out = cache.build(_spec(label))
+        return {
+            "seconds": round(time.monotonic() - t, 2),
+            "steps": out.steps,
+            "ok": out.ok,
+            "light_headers": out.light_headers,
+        }
+
+    rows: dict[str, dict] = {}
+
+    def show(label: str) -> None:
+        row = rows[label]
+        base = rows.get("torch load_inline (default)", {}).get("seconds")
+        ratio = (
+            f"{base / row['seconds']:8.1f}x vs load_inline" if base and row["seconds"] > 0 else ""
+        )
+        print(f"{label:62s} {row['seconds']:9.3f} s  {ratio}  {row.get('steps', '')}", flush=True)
+
+    # three independent single-candidate builds at once (each uses 2-3 of the cores)
+    with ThreadPoolExecutor(3) as pool:
+        torch_future = pool.submit(_torch_load_inline_seconds, work / "torch")
+        futures = {label: pool.submit(build, label) for label in variants}
+        rows["torch load_inline (default)"] = {"seconds": torch_future.result()}
+        show("torch load_inline (default)")
+        for label, fut in futures.items():
+            rows[label] = fut.result()
+            show(label)
+    warm_pch = BuildCache(
+        work / "PCH_+_light_headers_(incl._building_PCH)",
+        arch,
+        host_pch=True,
+        light_cuda_headers=True,
+    )
+    label = "ours: PCH + light headers, PCH already built (steady state)"
+    t = time.monotonic()
+    out = warm_pch.build(_spec("second candidate"))
+    rows[label] = {"seconds": round(time.monotonic() - t, 2), "steps": out.steps, "ok": out.ok}
+    show(label)
+    label = "ours: identical candidate again (cache hit)"
+    t = time.monotonic()
+    warm_pch.build(_spec("second candidate"))
+    rows[label] = {"seconds": round(time.monotonic() - t, 4)}
+    show(label)
+    return rows
+
+
+def section_throughput(work: Path, sample: int, gpus: list[int] | None) -> dict:
+    print("\n== throughput: generated candidates, cold then warm build cache ==")
+    items = benchmark_set()
+    labels = [f"{t.metadata['file_name']}:{v}" for t, v, _ in items]
+    cfg = CudaEvalConfig()
+    cache = work / "throughput-cache"
+    with CudaEvaluator(cfg, cache, gpus=gpus) as ev:
+        ev._ensure_workers()  # start cost is paid once per evaluator, not per candidate; measured separately below
+        t = time.monotonic()
+        cold = ev.evaluate_many([(task, src) for task, _, src in items])
+        t_cold = time.monotonic() - t
+        t = time.monotonic()
+        warm = ev.evaluate_many([(task, src) for task, _, src in items])
+        t_warm = time.monotonic() - t
+    n = len(items)
+    print(
+        f"candidates: {n} ({', '.join(f'{v}: {sum(1 for _, x, _ in items if x == v)}' for v in VARIANTS)})"
+    )
+    statuses = {}
+    for r in cold:
+        statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
+    print(f"cold verdicts: {statuses}")
+    compile_s = [r.figures.get("compile_seconds") for r in cold if r.figures.get("compile_seconds")]
+    eval_s = [r.figures.get("process_seconds") for r in warm if r.figures.get("process_seconds")]
+    print(f"cold: {t_cold:7.1f} s  -> {60 * n / t_cold:6.1f} candidates/min")
+    print(
+        f"warm: {t_warm:7.1f} s  -> {60 * n / t_warm:6.1f} candidates/min   (cold/warm = {t_cold / t_warm:.1f}x)"
+    )
+    print(
+        f"compile time per candidate (cold, CPU seconds of its build): median {statistics.median(compile_s):.1f} s, max {max(compile_s):.1f} s"
+    )
+    print(
+        f"evaluation time per candidate (GPU process, warm): median {statistics.median(eval_s):.2f} s, max {max(eval_s):.2f} s"
+    )
+    diffs = []
+    for a, b, label in zip(cold, warm, labels, strict=True):
+        if a.speedup and b.speedup:
+            diffs.append(abs(a.speedup - b.speedup) / a.speedup)
+            print(
+                f"  {label:36s} speedup run1 {a.speedup:8.3f}  run2 {b.speedup:8.3f}  diff {100 * diffs[-1]:5.2f}%  cv {a.figures['runtime_ms']['candidate']['cv']:.3f}"
+            )
+        elif a.status != b.status:
+            print(f"  {label:36s} VERDICT CHANGED {a.status} -> {b.status}")
+    agree = sum(a.status == b.status for a, b in zip(cold, warm, strict=True))
+    print(f"verdict agreement run1 vs run2: {agree}/{n}")
+    print(
+        f"run-to-run speedup difference: median {100 * statistics.median(diffs):.2f}%, max {100 * max(diffs):.2f}% over {len(diffs)} correct candidates"
+    )
+
+    # one-at-a-time baseline: a fresh cache, one compile job, candidates evaluated one after another
+    chosen = [items[i] for i in range(0, n, max(1, n // sample))][:sample]
+    base_cfg = CudaEvalConfig(compile_workers=1)
+    with CudaEvaluator(base_cfg, work / "one-at-a-time-cache", gpus=gpus) as ev:
+        ev._ensure_workers()
+        t = time.monotonic()
+        for task, _, src in chosen:
+            ev.evaluate(task, src + "\n# one-at-a-time baseline\n")
+        t_one = (time.monotonic() - t) / len(chosen)
+    print(
+        f"one-at-a-time (cold, 1 compile job, sample of {len(chosen)}): {t_one:.1f} s per candidate -> {60 / t_one:.1f} candidates/min"
+    )
+    print(
+        f"pipeline throughput vs one-at-a-time: {t_one * n / t_cold:.1f}x (target >= 4x); warm vs cold: {t_cold / t_warm:.1f}x (target >= 20x)"
+    )
+    return {
+        "n": n,
+        "cold_s": t_cold,
+        "warm_s": t_warm,
+        "one_at_a_time_s_per_candidate": t_one,
+        "statuses": statuses,
+        "median_speedup_diff": statistics.median(diffs),
+        "verdict_agreement": agree,
+        "results": {
+            label: {"cold": a.to_dict(), "warm": b.to_dict()}
+            for label, a, b in zip(labels, cold, warm, strict=True)
+        },
+    }
+
+
+def section_baselines(
+    kernelbench_dir: Path, timing_dir: Path, hardware: str, problems: list[str]
+) -> dict:
+    """Time KernelBench references (eager and torch.compile) with our timer; compare with published."""
+    import torch
+
+    from maxcode.evaluate.cuda.loader import load_module
+    from maxcode.evaluate.cuda.worker import summarize, time_interleaved
+
+    print(f"\n== baselines: our reference timings vs KernelBench published ({hardware}) ==")
+    published = {
+        "eager": json.loads((timing_dir / hardware / "baseline_time_torch.json").read_text()),
+        "compiled": json.loads(
+            (
+                timing_dir / hardware / "baseline_time_torch_compile_inductor_default.json"
+            ).read_text()
+        ),
+    }
+    rows = {}
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    for rel in problems:
+        level, name = rel.split("/")
+        module = load_module(kernelbench_dir / level / name, f"kb_{level}_{Path(name).stem}")
+        torch.manual_seed(0)
+        model = module.Model(*module.get_init_inputs()).cuda().eval()
+        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+        with torch.no_grad():
+            times = time_interleaved(
+                {"eager": model, "compiled": torch.compile(model)}, inputs, 3, 100, True, l2
+            )
+        ours = {k: summarize(v)["median"] for k, v in times.items()}
+        theirs = {k: published[k][level][name]["mean"] for k in published}
+        rows[rel] = {"ours_ms": ours, "published_ms": theirs}
+        print(
+            f"{rel:52s} eager ours {ours['eager']:8.3f} pub {theirs['eager']:8.3f} ({ours['eager'] / theirs['eager']:5.2f}x)   compiled ours {ours['compiled']:8.3f} pub {theirs['compiled']:8.3f} ({ours['compiled'] / theirs['compiled']:5.2f}x)"
+        )
+        del model
+        torch.cuda.empty_cache()
+    ratios = [r["ours_ms"]["eager"] / r["published_ms"]["eager"] for r in rows.values()]
+    print(
+        f"eager ours/published: median {statistics.median(ratios):.2f}x over {len(ratios)} problems"
+    )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--section", action="append", choices=["compile", "throughput", "baselines"], required=True
+    )
+    parser.add_argument(
+        "--work", type=Path, default=None, help="scratch directory (default: a temporary one)"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="write all measured figures here")
+    parser.add_argument(
+        "--sample", type=int, default=4, help="candidates in the one-at-a-time baseline"
+    )
+    parser.add_argument(
+        "--kernelbench-dir",
+        type=Path,
+        help="a KernelBench checkout's KernelBench/ folder (level1/, level2/)",
+    )
+    parser.add_argument(
+        "--timing-dir", type=Path, help="KernelBench's published timings (results/timing/)"
+    )
+    parser.add_argument("--hardware", default="H100_Modal")
+    parser.add_argument("--problems", nargs="*", default=[])
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="maxcode-bench-"))
+    arch = detect_cuda_arch()
+    smi = nvidia_smi()
+    print(
+        f"machine: {smi.get('name')} driver {smi.get('driver_version')} arch {arch}, {os.cpu_count()} CPUs"
+    )
+    out: dict = {"machine": smi, "cpus": os.cpu_count()}
+    for section in args.section:
+        if section == "compile":
+            out["compile"] = section_compile(arch, work / "compile")
+        elif section == "throughput":
+            out["throughput"] = section_throughput(work, args.sample, None)
+        elif section == "baselines":
+            out["baselines"] = section_baselines(
+                args.kernelbench_dir, args.timing_dir, args.hardware, args.problems
+            )
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str))
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

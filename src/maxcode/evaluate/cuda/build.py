@@ -1,0 +1,593 @@
+"""Content-addressed build cache for candidates' ``load_inline`` extensions.
+
+Why not torch's own ``load_inline``: it re-parses all of ``torch/extension.h`` in the
+host file and, when the candidate includes it, in the ``.cu`` file too (tens of seconds
+per candidate), keys nothing by content, and shares one build directory per name, so
+concurrent candidates with the same extension name overwrite each other. Here:
+
+* the build key hashes the generated sources, every flag, the toolchain and the GPU
+  architecture, so an identical extension is compiled once, ever;
+* a per-key file lock plus build-in-a-private-directory-then-rename means concurrent
+  jobs (threads or processes) never see a half-written build and never build twice;
+* the host binding (``main.cpp``) reuses a precompiled ``torch/extension.h`` built once
+  per toolchain and flag set; the ``.cu`` file is compiled against the much smaller
+  ``torch/types.h`` when that works (falling back to the original text when it doesn't);
+  host and device compiles run in parallel;
+* deterministic compiler errors are cached too (trimmed, with the first error line), so
+  an identical broken candidate costs nothing the second time; timeouts are not cached.
+
+Flags are the ones torch itself would use (read from the ninja file that torch's
+cpp_extension writes for the same arguments), so built extensions are ABI-identical to
+what ``load_inline`` produces.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_EXT_H = re.compile(r"#\s*include\s*[<\"]torch/extension\.h[>\"]")
+_NAME_DEFINE = re.compile(r"^-DTORCH_EXTENSION_NAME=")
+MAX_LOG_CHARS = 4000
+
+
+class BuildError(RuntimeError):
+    """The candidate's extension did not build; ``outcome`` holds the trimmed log."""
+
+    def __init__(self, outcome: BuildOutcome):
+        super().__init__(f"extension '{outcome.name}' failed to build: {outcome.first_error}")
+        self.outcome = outcome
+
+
+@dataclass(frozen=True)
+class ExtensionSpec:
+    """What a candidate passed to ``load_inline``, normalized as torch normalizes it."""
+
+    name: str
+    cpp_sources: tuple[str, ...]
+    cuda_sources: tuple[str, ...] = ()
+    functions: tuple[tuple[str, str], ...] | None = None
+    extra_cflags: tuple[str, ...] = ()
+    extra_cuda_cflags: tuple[str, ...] = ()
+    extra_ldflags: tuple[str, ...] = ()
+    extra_include_paths: tuple[str, ...] = ()
+    with_pytorch_error_handling: bool = True
+    no_implicit_headers: bool = False
+
+    @classmethod
+    def from_load_inline(
+        cls,
+        name: str,
+        cpp_sources: str | list[str],
+        cuda_sources: str | list[str] | None = None,
+        functions: str | list[str] | dict[str, str] | None = None,
+        extra_cflags: list[str] | None = None,
+        extra_cuda_cflags: list[str] | None = None,
+        extra_ldflags: list[str] | None = None,
+        extra_include_paths: list[str] | None = None,
+        with_pytorch_error_handling: bool = True,
+        no_implicit_headers: bool = False,
+        **ignored: Any,
+    ) -> ExtensionSpec:
+        """Accepts load_inline's signature; build_directory, verbose, use_pch etc. are ours to decide."""
+        unsupported = {k for k in ("sycl_sources", "extra_sycl_cflags") if ignored.get(k)}
+        if unsupported or ignored.get("is_python_module") is False:
+            raise ValueError(
+                f"load_inline options not supported by the evaluator: {sorted(unsupported) or ['is_python_module=False']}"
+            )
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            raise ValueError(
+                f"load_inline name {name!r} must be a C identifier (it names the Python module)"
+            )
+
+        def strings(value: str | list[str] | None, what: str) -> tuple[str, ...]:
+            if value is None:
+                return ()
+            if isinstance(value, str):
+                return (value,)
+            if not all(isinstance(v, str) for v in value):
+                raise ValueError(f"load_inline {what} must be a string or a list of strings")
+            return tuple(value)
+
+        if isinstance(functions, str):
+            functions = [functions]
+        if isinstance(functions, list):
+            funcs: tuple[tuple[str, str], ...] | None = tuple((f, f) for f in functions)
+        elif isinstance(functions, dict):
+            funcs = tuple(functions.items())
+        elif functions is None:
+            funcs = None
+        else:
+            raise ValueError(
+                f"load_inline functions must be a list or dict, got {type(functions).__name__}"
+            )
+        return cls(
+            name=name,
+            cpp_sources=strings(cpp_sources, "cpp_sources"),
+            cuda_sources=strings(cuda_sources, "cuda_sources"),
+            functions=funcs,
+            extra_cflags=tuple(
+                f.strip() for f in strings(extra_cflags, "extra_cflags") if f.strip()
+            ),
+            extra_cuda_cflags=tuple(
+                f.strip() for f in strings(extra_cuda_cflags, "extra_cuda_cflags") if f.strip()
+            ),
+            extra_ldflags=tuple(
+                f.strip() for f in strings(extra_ldflags, "extra_ldflags") if f.strip()
+            ),
+            extra_include_paths=strings(extra_include_paths, "extra_include_paths"),
+            with_pytorch_error_handling=with_pytorch_error_handling,
+            no_implicit_headers=no_implicit_headers,
+        )
+
+    @property
+    def with_cuda(self) -> bool:
+        return bool(self.cuda_sources)
+
+    def main_cpp(self) -> str:
+        """The host file exactly as torch's load_inline writes it (TORCH_EXTENSION_NAME defined in-source)."""
+        parts = [f"#define TORCH_EXTENSION_NAME {self.name}"]
+        if not self.no_implicit_headers:
+            parts.append("#include <torch/extension.h>")
+        parts.extend(self.cpp_sources)
+        if self.functions is not None:
+            parts.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
+            for fn, doc in self.functions:
+                target = (
+                    f"torch::wrap_pybind_function({fn})" if self.with_pytorch_error_handling else fn
+                )
+                parts.append(f'm.def("{fn}", {target}, "{doc}");')
+            parts.append("}")
+        return "\n".join(parts)
+
+    def cuda_cu(self) -> str:
+        parts = [f"#define TORCH_EXTENSION_NAME {self.name}"]
+        if not self.no_implicit_headers:
+            parts += ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+        parts.extend(self.cuda_sources)
+        return "\n".join(parts)
+
+
+@dataclass
+class BuildOutcome:
+    key: str
+    name: str
+    ok: bool
+    so_path: str | None = None
+    log: str = ""  # trimmed compiler output
+    first_error: str = ""
+    failed_step: str = ""  # "pch" | "host" | "cuda" | "link" | "timeout"
+    seconds: float = 0.0  # wall time of this build (0 when served from cache)
+    steps: dict[str, float] = field(default_factory=dict)  # seconds per step
+    light_headers: bool = False  # the .cu compiled against torch/types.h
+    cached: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """Everything outside the sources that changes the binary."""
+
+    torch_version: str
+    torch_cuda: str
+    nvcc: str
+    cxx: str
+    python: str
+    cuda_arch: str
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@functools.cache
+def detect_toolchain(cuda_arch: str) -> Toolchain:
+    import torch
+
+    def version(cmd: list[str]) -> str:
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return "missing"
+        return out.strip().splitlines()[-1] if out.strip() else "missing"
+
+    return Toolchain(
+        torch_version=torch.__version__,
+        torch_cuda=str(torch.version.cuda),
+        nvcc=version([_nvcc(), "--version"]),
+        cxx=" ".join(version([os.environ.get("CXX", "c++"), "--version"]).split()[:1])
+        + " "
+        + subprocess.run(
+            [os.environ.get("CXX", "c++"), "-dumpfullversion"], capture_output=True, text=True
+        ).stdout.strip(),
+        python=f"{sys.version_info.major}.{sys.version_info.minor}",
+        cuda_arch=cuda_arch,
+    )
+
+
+def _nvcc() -> str:
+    home = cuda_home()
+    return str(Path(home, "bin", "nvcc")) if home else shutil.which("nvcc") or "nvcc"
+
+
+@functools.cache
+def cuda_home() -> str | None:
+    """CUDA toolkit root; a CPU-only torch does not look for one, so we do it the same way torch would."""
+    from torch.utils import cpp_extension as ce
+
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), ce.CUDA_HOME]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(str(Path(os.path.realpath(nvcc)).parent.parent))
+    candidates.append("/usr/local/cuda")
+    home = next((c for c in candidates if c and Path(c, "include", "cuda.h").is_file()), None)
+    if home and ce.CUDA_HOME is None:
+        ce.CUDA_HOME = home  # cpp_extension reads this module global when it writes CUDA flags
+    return home
+
+
+@dataclass(frozen=True)
+class _Flags:
+    cxx: list[str]
+    cflags: list[str]
+    post_cflags: list[str]
+    nvcc: list[str]
+    cuda_cflags: list[str]
+    cuda_post_cflags: list[str]
+    ldflags: list[str]
+
+
+def torch_flags(spec: ExtensionSpec, cuda_arch: str) -> _Flags:
+    """Flags torch's cpp_extension would use for this spec, read from the ninja file it writes."""
+    from torch.utils import cpp_extension as ce
+
+    os.environ["TORCH_CUDA_ARCH_LIST"] = cuda_arch
+    if spec.with_cuda and cuda_home() is None:
+        raise RuntimeError(
+            "no CUDA toolkit found (set CUDA_HOME); CUDA candidates cannot be compiled here"
+        )
+    with tempfile.TemporaryDirectory(prefix="maxcode-flags-") as tmp:
+        sources = [os.path.join(tmp, "main.cpp")] + (
+            [os.path.join(tmp, "cuda.cu")] if spec.with_cuda else []
+        )
+        ld_args = {
+            "extra_ldflags": list(spec.extra_ldflags),
+            "with_cuda": spec.with_cuda,
+            "with_sycl": False,
+            "verbose": False,
+            "is_standalone": False,
+        }
+        ldflags = ce._prepare_ldflags(**_accepted(ce._prepare_ldflags, ld_args))
+        args = {
+            "path": os.path.join(tmp, "build.ninja"),
+            "name": spec.name,
+            "sources": sources,
+            "extra_cflags": list(spec.extra_cflags),
+            "extra_cuda_cflags": list(spec.extra_cuda_cflags),
+            "extra_sycl_cflags": [],
+            "extra_ldflags": ldflags,
+            "extra_include_paths": list(spec.extra_include_paths),
+            "with_cuda": spec.with_cuda,
+            "with_sycl": False,
+            "is_standalone": False,
+        }
+        ce._write_ninja_file_to_build_library(
+            **_accepted(ce._write_ninja_file_to_build_library, args)
+        )
+        variables = {}
+        for line in Path(args["path"]).read_text().splitlines():
+            m = re.match(r"^(\w+) = (.*)$", line)
+            if m:
+                variables[m.group(1)] = m.group(2)
+
+    def split(key: str) -> list[str]:
+        return [f for f in shlex.split(variables.get(key, "")) if not _NAME_DEFINE.match(f)]
+
+    return _Flags(
+        cxx=shlex.split(variables.get("cxx", "c++")),
+        cflags=split("cflags"),
+        post_cflags=split("post_cflags"),
+        nvcc=shlex.split(variables.get("nvcc", _nvcc())),
+        cuda_cflags=split("cuda_cflags"),
+        cuda_post_cflags=split("cuda_post_cflags"),
+        ldflags=split("ldflags"),
+    )
+
+
+def _accepted(fn: Any, kwargs: dict) -> dict:
+    params = inspect.signature(fn).parameters
+    return {k: v for k, v in kwargs.items() if k in params}
+
+
+def build_key(
+    spec: ExtensionSpec, flags: _Flags, toolchain: Toolchain, light_headers: bool, host_pch: bool
+) -> str:
+    payload = {
+        "name": spec.name,
+        "main": spec.main_cpp(),
+        "cuda": spec.cuda_cu() if spec.with_cuda else None,
+        "flags": asdict(flags),
+        "toolchain": asdict(toolchain),
+        "light_headers": light_headers,
+        "host_pch": host_pch,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+class BuildCache:
+    """``root/ext/<key>/`` holds a finished build (``outcome.json`` + ``<name>.so``)."""
+
+    def __init__(
+        self, root: Path, cuda_arch: str, host_pch: bool = True, light_cuda_headers: bool = True
+    ):
+        self.root = Path(root)
+        self.cuda_arch = cuda_arch
+        self.host_pch = host_pch
+        self.light_cuda_headers = light_cuda_headers
+        for sub in ("ext", "tmp", "locks", "pch"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def key_of(self, spec: ExtensionSpec) -> tuple[str, _Flags]:
+        flags = torch_flags(spec, self.cuda_arch)
+        toolchain = detect_toolchain(self.cuda_arch)
+        return build_key(spec, flags, toolchain, self.light_cuda_headers, self.host_pch), flags
+
+    def lookup(self, key: str) -> BuildOutcome | None:
+        meta = self.root / "ext" / key / "outcome.json"
+        if not meta.is_file():
+            return None
+        outcome = BuildOutcome(**json.loads(meta.read_text()))
+        outcome.cached = True
+        outcome.seconds = 0.0
+        return outcome
+
+    def build(self, spec: ExtensionSpec, timeout_s: float = 600.0) -> BuildOutcome:
+        """Cached outcome for this spec, building it (once, under a lock) when absent."""
+        key, flags = self.key_of(spec)
+        hit = self.lookup(key)
+        if hit is not None:
+            return hit
+        with _locked(self.root / "locks" / f"{key}.lock"):
+            hit = self.lookup(key)  # another job finished it while we waited
+            if hit is not None:
+                return hit
+            outcome = self._build_unlocked(spec, key, flags, timeout_s)
+        return outcome
+
+    def _build_unlocked(
+        self, spec: ExtensionSpec, key: str, flags: _Flags, timeout_s: float
+    ) -> BuildOutcome:
+        start = time.monotonic()
+        deadline = start + timeout_s
+        work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.root / "tmp"))
+        outcome = BuildOutcome(key=key, name=spec.name, ok=False)
+        try:
+            self._compile_and_link(spec, flags, work, outcome, deadline)
+            outcome.seconds = round(time.monotonic() - start, 3)
+            if outcome.failed_step == "timeout":
+                return outcome  # not deterministic: never cached
+            final = self.root / "ext" / key
+            if outcome.ok:
+                outcome.so_path = str(final / f"{spec.name}.so")
+            for leftover in list(work.iterdir()):
+                if leftover.suffix not in (".so",):
+                    leftover.unlink()
+            (work / "outcome.json").write_text(json.dumps(outcome.to_dict()))
+            os.rename(work, final)
+            return outcome
+        finally:
+            if work.exists():
+                shutil.rmtree(work, ignore_errors=True)
+
+    def _compile_and_link(
+        self, spec: ExtensionSpec, flags: _Flags, work: Path, outcome: BuildOutcome, deadline: float
+    ) -> None:
+        (work / "main.cpp").write_text(spec.main_cpp())
+        host_cmd = [*flags.cxx, "-MMD", "-MF", "main.o.d", *flags.cflags]
+        if self.host_pch and not spec.no_implicit_headers:
+            t0 = time.monotonic()
+            pch_header = self._ensure_pch(flags, deadline)
+            outcome.steps["pch"] = round(time.monotonic() - t0, 3)
+            if isinstance(pch_header, BuildOutcome):
+                _copy_failure(pch_header, outcome)
+                return
+            host_cmd += ["-include", str(pch_header), "-Winvalid-pch"]
+        host_cmd += ["-c", "main.cpp", "-o", "main.o", *flags.post_cflags]
+        jobs = {"host": host_cmd}
+        cuda_text = spec.cuda_cu()
+        light_text = (
+            _EXT_H.sub("#include <torch/types.h>", cuda_text)
+            if self.light_cuda_headers
+            else cuda_text
+        )
+        if spec.with_cuda:
+            (work / "cuda.cu").write_text(light_text)
+            jobs["cuda"] = [
+                *flags.nvcc,
+                *flags.cuda_cflags,
+                "-c",
+                "cuda.cu",
+                "-o",
+                "cuda.cuda.o",
+                *flags.cuda_post_cflags,
+            ]
+        results = _run_parallel(jobs, work, deadline)
+        if "cuda" in results and light_text != cuda_text and _needs_full_headers(results["cuda"]):
+            (work / "cuda.cu").write_text(
+                cuda_text
+            )  # the lighter header was not enough; compile as written
+            results.update(_run_parallel({"cuda": jobs["cuda"]}, work, deadline))
+        else:
+            outcome.light_headers = spec.with_cuda and light_text != cuda_text
+        for step, (rc, log, secs) in results.items():
+            outcome.steps[step] = secs
+            if rc is None:
+                outcome.failed_step, outcome.first_error = (
+                    "timeout",
+                    f"{step} compile exceeded the build time limit",
+                )
+                return
+            if rc != 0:
+                outcome.failed_step = step
+                outcome.log, outcome.first_error = trim_log(log, work)
+                return
+        objects = ["main.o"] + (["cuda.cuda.o"] if spec.with_cuda else [])
+        link = {"link": [*flags.cxx, *objects, *flags.ldflags, "-o", f"{spec.name}.so"]}
+        rc, log, secs = _run_parallel(link, work, deadline)["link"]
+        outcome.steps["link"] = secs
+        if rc is None:
+            outcome.failed_step, outcome.first_error = (
+                "timeout",
+                "link exceeded the build time limit",
+            )
+        elif rc != 0:
+            outcome.failed_step = "link"
+            outcome.log, outcome.first_error = trim_log(log, work)
+        else:
+            outcome.ok = True
+
+    def _ensure_pch(self, flags: _Flags, deadline: float) -> Path | BuildOutcome:
+        """Precompiled torch/extension.h for exactly these host flags, built once under a lock."""
+        toolchain = detect_toolchain(self.cuda_arch)
+        key = hashlib.sha256(
+            json.dumps([flags.cxx, flags.cflags, flags.post_cflags, asdict(toolchain)]).encode()
+        ).hexdigest()[:16]
+        final = self.root / "pch" / key
+        header = final / "maxcode_torch_extension.h"
+        if (final / "ok").exists():
+            return header
+        with _locked(self.root / "locks" / f"pch-{key}.lock"):
+            if (final / "ok").exists():
+                return header
+            work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.root / "tmp"))
+            try:
+                (work / header.name).write_text("#include <torch/extension.h>\n")
+                cmd = [
+                    *flags.cxx,
+                    *flags.cflags,
+                    "-x",
+                    "c++-header",
+                    header.name,
+                    "-o",
+                    header.name + ".gch",
+                    *flags.post_cflags,
+                ]
+                rc, log, _ = _run_parallel({"pch": cmd}, work, deadline)["pch"]
+                if rc != 0:
+                    failed = BuildOutcome(
+                        key=key,
+                        name="pch",
+                        ok=False,
+                        failed_step="timeout" if rc is None else "pch",
+                    )
+                    failed.log, failed.first_error = trim_log(log or "timeout", work)
+                    return failed
+                (work / "ok").write_text("")
+                if final.exists():
+                    shutil.rmtree(final)
+                os.rename(work, final)
+            finally:
+                if work.exists():
+                    shutil.rmtree(work, ignore_errors=True)
+        return header
+
+
+_HEADER_ERROR = re.compile(r"error.*(torch|pybind11|PYBIND11|py::|at::|c10|TORCH_)", re.I)
+
+
+def _needs_full_headers(result: tuple[int | None, str, float]) -> bool:
+    """A failure with the light header that names torch/pybind symbols: retry as the candidate wrote it."""
+    rc, log, _ = result
+    return rc not in (0, None) and bool(_HEADER_ERROR.search(log))
+
+
+def _copy_failure(src: BuildOutcome, dst: BuildOutcome) -> None:
+    dst.failed_step, dst.log, dst.first_error = src.failed_step, src.log, src.first_error
+
+
+def _run_parallel(
+    jobs: dict[str, list[str]], cwd: Path, deadline: float
+) -> dict[str, tuple[int | None, str, float]]:
+    """Run commands concurrently; rc None means killed at the deadline."""
+    started = {}
+    for step, cmd in jobs.items():
+        log = open(cwd / f"{step}.log", "w+")  # noqa: SIM115 - closed below
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        started[step] = (proc, log, time.monotonic())
+    results: dict[str, tuple[int | None, str, float]] = {}
+    for step, (proc, log, t0) in started.items():
+        try:
+            rc: int | None = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            rc = None
+        log.seek(0)
+        results[step] = (rc, log.read(), round(time.monotonic() - t0, 3))
+        log.close()
+    return results
+
+
+def trim_log(log: str, work: Path | None = None) -> tuple[str, str]:
+    """(trimmed log, first error line): paths shortened, the first error kept in view."""
+    if work is not None:
+        log = log.replace(str(work) + "/", "")
+    lines = [ln for ln in log.splitlines() if ln.strip()]
+    first_idx = next((i for i, ln in enumerate(lines) if re.search(r"\berror\b", ln, re.I)), None)
+    first = (
+        lines[first_idx].strip()
+        if first_idx is not None
+        else (lines[-1].strip() if lines else "no compiler output")
+    )
+    start = max(0, (first_idx or 0) - 3)
+    kept = "\n".join(lines[start:])
+    if len(kept) > MAX_LOG_CHARS:
+        kept = kept[: MAX_LOG_CHARS - 200] + "\n[...]\n" + kept[-180:]
+    return kept, first[:300]
+
+
+class _locked:
+    """Exclusive flock on a lock file: serializes builders of one key across processes."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self) -> None:
+        self._f = open(self.path, "a")
+        fcntl.flock(self._f, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self._f, fcntl.LOCK_UN)
+        self._f.close()
+
+
+def import_extension(outcome: BuildOutcome) -> ModuleType:
+    """Load a built extension module from its cached .so (several with one name may coexist)."""
+    if not outcome.ok or not outcome.so_path:
+        raise BuildError(outcome)
+    loader = importlib.machinery.ExtensionFileLoader(outcome.name, outcome.so_path)
+    spec = importlib.util.spec_from_file_location(outcome.name, outcome.so_path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module

@@ -1,0 +1,59 @@
+"""Compile one candidate's extensions on a CPU worker (run as ``python -m`` in a subprocess).
+
+The candidate module is executed, and ``ModelNew`` constructed once, with no GPU visible
+and ``load_inline`` routed to the build cache, which is how its specs are discovered
+(they are often assembled from strings at import time or in ``__init__``). Reads the job as JSON on stdin, writes a JSON reply on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from maxcode.evaluate.cuda.build import BuildCache, BuildError, BuildOutcome
+from maxcode.evaluate.cuda.loader import cached_load_inline, load_module
+
+
+def main() -> None:
+    job = json.loads(sys.stdin.read())
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # the candidate's prints must not corrupt the reply
+    cache = BuildCache(
+        Path(job["cache_root"]), job["cuda_arch"], job["host_pch"], job["light_cuda_headers"]
+    )
+    builds: list[BuildOutcome] = []
+    import_error = None
+    try:
+        with cached_load_inline(cache, job["timeout_s"], builds.append):
+            candidate = load_module(Path(job["candidate_path"]), "maxcode_candidate")
+            construct_on_cpu(candidate, Path(job["reference_path"]))
+    except BuildError:
+        pass  # recorded in builds
+    except BaseException as err:
+        import_error = f"{type(err).__name__}: {str(err).strip()[:300]}"
+    out.write(json.dumps({"builds": [b.to_dict() for b in builds], "import_error": import_error}))
+    out.flush()
+    os._exit(0)  # skip interpreter teardown of whatever the candidate created
+
+
+def construct_on_cpu(candidate: ModuleType, reference_path: Path) -> None:
+    """Build ModelNew once on the CPU so extensions created in ``__init__`` compile here too,
+    in the pool, not serially inside the GPU worker. A constructor that needs the GPU fails
+    harmlessly here; the GPU worker then builds what is left (through the same cache)."""
+    import torch
+
+    reference = load_module(reference_path, "maxcode_reference")
+    torch.manual_seed(0)
+    try:
+        candidate.ModelNew(*reference.get_init_inputs())
+    except BuildError:
+        raise
+    except Exception:  # the GPU worker reports constructor errors with full context
+        return
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Configuration of the CUDA evaluator: one dataclass, every default written once."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SEVERITIES = ("error", "warn", "off")
+
+
+@dataclass
+class CudaEvalConfig:
+    """How candidates are built, checked, run and timed.
+
+    Groups: correctness (seed, trials, tolerances), timing (warm-up, trials, L2
+    flush, compiled reference), building (workers, optimisation, cache), sandbox
+    (timeouts, memory) and anti-cheat (per-check severity, speedup flag).
+    """
+
+    # correctness
+    seed: int = field(
+        default=42, metadata={"help": "base seed; trial i uses a seed derived from it"}
+    )
+    correctness_trials: int = field(
+        default=5, metadata={"help": "fresh random inputs per candidate, each with its own seed"}
+    )
+    atol_fp32: float = field(
+        default=1e-2, metadata={"help": "abs tolerance at fp32 (KernelBench v0/v0.1: 1e-2)"}
+    )
+    rtol_fp32: float = field(
+        default=1e-2, metadata={"help": "rel tolerance at fp32 (KernelBench v0/v0.1: 1e-2)"}
+    )
+    atol_half: float = field(default=5e-2, metadata={"help": "abs tolerance at fp16/bf16"})
+    rtol_half: float = field(default=5e-2, metadata={"help": "rel tolerance at fp16/bf16"})
+    # timing
+    warmup: int = field(default=5, metadata={"help": "untimed calls of each variant before timing"})
+    timing_trials: int = field(
+        default=100,
+        metadata={"help": "timed calls per variant, interleaved candidate/eager/compiled"},
+    )
+    flush_l2: bool = field(
+        default=True,
+        metadata={"help": "overwrite a buffer twice the L2 size before each timed call"},
+    )
+    time_compiled_reference: bool = field(
+        default=True,
+        metadata={"help": "also time torch.compile(Model) interleaved with the candidate"},
+    )
+    # building
+    compile_workers: int = field(
+        default=0, metadata={"help": "parallel compile jobs; 0 = one per CPU core"}
+    )
+    cuda_arch: str = field(
+        default="",
+        metadata={
+            "help": "compute capability such as '9.0'; empty = read from the GPU with nvidia-smi"
+        },
+    )
+    host_pch: bool = field(
+        default=True,
+        metadata={"help": "precompile torch/extension.h once per toolchain for the host binding"},
+    )
+    light_cuda_headers: bool = field(
+        default=True,
+        metadata={
+            "help": "compile .cu sources against torch/types.h instead of torch/extension.h; falls back on error"
+        },
+    )
+    # sandbox
+    compile_timeout_s: float = field(
+        default=600.0, metadata={"help": "wall-clock limit of one candidate's build"}
+    )
+    run_timeout_s: float = field(
+        default=300.0, metadata={"help": "wall-clock limit of one candidate's GPU evaluation"}
+    )
+    memory_limit_mb: int = field(
+        default=32768,
+        metadata={"help": "host RSS limit of a compile job or evaluation process; killed above it"},
+    )
+    # anti-cheat
+    check_severity: dict[str, str] = field(
+        default_factory=dict,
+        metadata={"help": "override per check id: 'error' rejects, 'warn' records, 'off' skips"},
+    )
+    forbid_torch_compute: bool = field(
+        default=False,
+        metadata={
+            "help": "reject candidates whose forward runs torch compute ops (tasks can set metadata forbid_torch_compute)"
+        },
+    )
+    excessive_speedup: float = field(
+        default=10.0,
+        metadata={"help": "speedups above this are flagged for review (check excessive_speedup)"},
+    )
+    batch_constant_names: tuple[str, ...] = field(
+        default=("batch_size", "N", "batch"),
+        metadata={
+            "help": "module constants of a problem changed to test that shapes are not hard-coded"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        from maxcode.evaluate.cuda.checks import CHECKS
+
+        for name in ("correctness_trials", "timing_trials"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"CudaEvalConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.warmup < 0 or self.compile_workers < 0:
+            raise ValueError("CudaEvalConfig.warmup and compile_workers must be >= 0")
+        for name in ("atol_fp32", "rtol_fp32", "atol_half", "rtol_half"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"CudaEvalConfig.{name} must be > 0, got {getattr(self, name)}")
+        if self.compile_timeout_s <= 0 or self.run_timeout_s <= 0:
+            raise ValueError("CudaEvalConfig timeouts must be > 0 seconds")
+        if self.excessive_speedup <= 1:
+            raise ValueError(
+                f"CudaEvalConfig.excessive_speedup must be > 1, got {self.excessive_speedup}"
+            )
+        if self.cuda_arch and not _is_arch(self.cuda_arch):
+            raise ValueError(
+                f"CudaEvalConfig.cuda_arch must look like '9.0', got {self.cuda_arch!r}"
+            )
+        for check_id, severity in self.check_severity.items():
+            if check_id not in CHECKS:
+                raise ValueError(
+                    f"CudaEvalConfig.check_severity: unknown check id {check_id!r}; known: {', '.join(sorted(CHECKS))}"
+                )
+            if severity not in SEVERITIES:
+                raise ValueError(
+                    f"CudaEvalConfig.check_severity[{check_id!r}] = {severity!r}; choose one of {SEVERITIES}"
+                )
+        self.batch_constant_names = tuple(self.batch_constant_names)
+
+    def severity(self, check_id: str) -> str:
+        """Configured severity of a check, else its default."""
+        from maxcode.evaluate.cuda.checks import CHECKS
+
+        return self.check_severity.get(check_id, CHECKS[check_id].default_severity)
+
+    def workers(self) -> int:
+        return self.compile_workers or os.cpu_count() or 1
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], origin: str = "config") -> CudaEvalConfig:
+        """Strict: an unknown key is an error naming the key and the known ones."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(
+                f"{origin}: unknown CUDA evaluator key(s) {unknown}; known: {sorted(known)}"
+            )
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _is_arch(text: str) -> bool:
+    major, _, minor = text.partition(".")
+    return major.isdigit() and minor.isdigit()
+
+
+def default_cache_dir() -> Path:
+    """Build cache location when none is given: $MAXCODE_CACHE or ~/.cache/maxcode."""
+    return Path(os.environ.get("MAXCODE_CACHE", Path.home() / ".cache" / "maxcode")) / "cuda"

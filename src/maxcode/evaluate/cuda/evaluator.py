@@ -1,0 +1,386 @@
+"""``CudaEvaluator``: static checks, pooled compilation, sandboxed GPU runs, typed results.
+
+Pipeline of ``evaluate_many``: static checks in this process (cheap, first); a thread
+pool drives one compile subprocess per candidate on the CPUs (content-addressed build
+cache: identical candidates never compile twice); as each build finishes its candidate
+is queued to a GPU worker (one per GPU, a zygote forking a fresh process per
+candidate), so compilation overlaps GPU evaluation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from maxcode.evaluate.cuda.build import detect_toolchain
+from maxcode.evaluate.cuda.checks import static_findings
+from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
+from maxcode.evaluate.cuda.figures import detect_cuda_arch, nvidia_smi
+from maxcode.evaluate.cuda.supervisor import GpuWorker
+from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
+from maxcode.records import atomic_write_json
+from maxcode.tasks.model import Task
+
+EVALUATOR_VERSION = "1"
+
+
+@dataclass
+class _Job:
+    index: int
+    task: Task
+    source: str
+    job_dir: Path
+    figures: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    result: EvalResult | None = None
+
+
+class CudaEvaluator:
+    """Evaluator protocol for KernelBench-format CUDA tasks (``ModelNew`` candidates)."""
+
+    def __init__(
+        self,
+        config: CudaEvalConfig | None = None,
+        cache_dir: Path | None = None,
+        gpus: list[int] | None = None,
+    ):
+        self.config = config or CudaEvalConfig()
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.gpus = gpus
+        cfg_hash = hashlib.sha256(
+            json.dumps(self.config.to_dict(), sort_keys=True, default=list).encode()
+        ).hexdigest()[:8]
+        self.name = f"maxcode-cuda/{EVALUATOR_VERSION}+{cfg_hash}"
+        self._workers: list[GpuWorker] = []
+        self._arch: str | None = None
+
+    # -- public API -----------------------------------------------------------------------
+    def evaluate(self, task: Task, source: str) -> EvalResult:
+        return self.evaluate_many([(task, source)])[0]
+
+    def evaluate_many(self, items: Sequence[tuple[Task, str]]) -> list[EvalResult]:
+        """Results in input order; compilation of later candidates overlaps GPU runs of earlier ones."""
+        jobs = []
+        for i, (task, source) in enumerate(items):
+            if task.language != "cuda":
+                raise ValueError(
+                    f"task {task.task_id}: language is {task.language!r}; CudaEvaluator takes 'cuda' tasks"
+                )
+            job = _Job(i, task, source, self.cache_dir / "runs" / uuid.uuid4().hex)
+            job.result = self._static(job)
+            jobs.append(job)
+        pending = [j for j in jobs if j.result is None]
+        if pending:
+            self._ensure_workers()
+            gpu_queue: queue.Queue[_Job | None] = queue.Queue()
+            errors: list[BaseException] = []
+            threads = [
+                threading.Thread(target=self._gpu_loop, args=(w, gpu_queue, errors), daemon=True)
+                for w in self._workers
+            ]
+            for t in threads:
+                t.start()
+            try:
+                with ThreadPoolExecutor(self.config.workers()) as pool:
+                    futures = {pool.submit(self._compile, job): job for job in pending}
+                    for fut in as_completed(futures):
+                        job = futures[fut]
+                        if fut.result():
+                            gpu_queue.put(job)
+            finally:
+                for _ in threads:
+                    gpu_queue.put(None)
+                for t in threads:
+                    t.join()
+            if errors:
+                raise RuntimeError(
+                    f"a GPU worker failed; the evaluator cannot continue: {errors[0]}"
+                ) from errors[0]
+        for job in jobs:
+            shutil.rmtree(job.job_dir, ignore_errors=True)
+        return [j.result for j in jobs]  # type: ignore[misc]
+
+    def close(self) -> None:
+        for w in self._workers:
+            w.stop()
+        self._workers = []
+
+    def __enter__(self) -> CudaEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def cuda_arch(self) -> str:
+        if self._arch is None:
+            self._arch = self.config.cuda_arch or detect_cuda_arch()
+            if not self._arch:
+                raise RuntimeError(
+                    "no NVIDIA GPU found by nvidia-smi; set CudaEvalConfig.cuda_arch (e.g. '9.0') to compile without one"
+                )
+        return self._arch
+
+    # -- stages ---------------------------------------------------------------------------
+    def _static(self, job: _Job) -> EvalResult | None:
+        precision = job.task.metadata.get("precision", "fp32")
+        try:
+            findings = static_findings(job.source, reference_is_fp32=precision == "fp32")
+        except (SyntaxError, ValueError) as err:
+            line = getattr(err, "lineno", None)
+            return self._result(
+                Status.COMPILE_ERROR,
+                f"candidate is not valid Python (line {line}): {getattr(err, 'msg', err)}",
+            )
+        for f in findings:
+            severity = self.config.severity(f.check_id)
+            if severity == "error":
+                return self._result(
+                    Status.REJECTED,
+                    f"{f.check_id}: {f.message}",
+                    figures={"failed_check": f.check_id},
+                )
+            if severity == "warn":
+                job.warnings.append(f"{f.check_id}: {f.message}")
+        return None
+
+    def candidate_key(self, source: str, reference_source: str) -> str:
+        """The builds a candidate needs depend on its source, the task's init inputs and the toolchain."""
+        toolchain = detect_toolchain(self.cuda_arch)
+        payload = [
+            source,
+            reference_source,
+            toolchain.fingerprint(),
+            self.config.host_pch,
+            self.config.light_cuda_headers,
+            EVALUATOR_VERSION,
+        ]
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
+
+    def _compile(self, job: _Job) -> bool:
+        """Build the candidate's extensions; False (with job.result set) when it does not compile."""
+        index = (
+            self.cache_dir
+            / "candidates"
+            / f"{self.candidate_key(job.source, job.task.reference_source)}.json"
+        )
+        job.job_dir.mkdir(parents=True, exist_ok=True)
+        (job.job_dir / "candidate.py").write_text(job.source)
+        (job.job_dir / "reference.py").write_text(job.task.reference_source)
+        if index.is_file():
+            reply = json.loads(index.read_text())
+            job.figures["build_cached"] = True
+        else:
+            reply = self._run_compile_job(job)
+            deterministic = (
+                all(b["failed_step"] != "timeout" for b in reply["builds"])
+                and reply.get("import_error") is None
+            )
+            if deterministic:
+                atomic_write_json(index, {"builds": reply["builds"], "import_error": None})
+            job.figures["build_cached"] = False
+        builds = reply["builds"]
+        job.figures["compile_seconds"] = round(sum(b["seconds"] for b in builds), 3)
+        job.figures["compile_wall_seconds"] = reply.get("wall_seconds", 0.0)
+        job.figures["builds"] = [
+            {k: b[k] for k in ("name", "key", "ok", "seconds", "steps", "light_headers", "cached")}
+            for b in builds
+        ]
+        failed = next((b for b in builds if not b["ok"]), None)
+        if failed is None:
+            return True
+        status = Status.TIMEOUT if failed["failed_step"] == "timeout" else Status.COMPILE_ERROR
+        job.result = self._result(
+            status,
+            f"extension '{failed['name']}' failed to build ({failed['failed_step']}): {failed['first_error']}",
+            compile_log=failed["log"],
+            figures=job.figures,
+        )
+        return False
+
+    def _run_compile_job(self, job: _Job) -> dict[str, Any]:
+        import time
+
+        payload = {
+            "cache_root": str(self.cache_dir / "build"),
+            "cuda_arch": self.cuda_arch,
+            "host_pch": self.config.host_pch,
+            "light_cuda_headers": self.config.light_cuda_headers,
+            "timeout_s": self.config.compile_timeout_s,
+            "candidate_path": str(job.job_dir / "candidate.py"),
+            "reference_path": str(job.job_dir / "reference.py"),
+        }
+        limit = self.config.memory_limit_mb * 1024 * 1024
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=_pythonpath())
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "maxcode.evaluate.cuda.compile_job"],
+                input=json.dumps(payload),
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=job.job_dir,
+                timeout=self.config.compile_timeout_s + 120,
+                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)),
+            )
+        except subprocess.TimeoutExpired:
+            return {
+                "builds": [
+                    {
+                        "name": "?",
+                        "key": "",
+                        "ok": False,
+                        "failed_step": "timeout",
+                        "first_error": "compile job exceeded its time limit",
+                        "log": "",
+                        "seconds": self.config.compile_timeout_s,
+                        "steps": {},
+                        "light_headers": False,
+                        "cached": False,
+                    }
+                ],
+                "import_error": None,
+            }
+        wall = round(time.monotonic() - t0, 3)
+        try:
+            reply = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            reply = {
+                "builds": [],
+                "import_error": f"compile job crashed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}",
+            }
+        reply["wall_seconds"] = wall
+        return reply
+
+    def _ensure_workers(self) -> None:
+        if self._workers:
+            return
+        gpus = self.gpus if self.gpus is not None else _visible_gpus()
+        if not gpus:
+            raise RuntimeError(
+                "no NVIDIA GPU visible; CUDA candidates can only be compiled and statically checked here"
+            )
+        # Only modules that leave the CUDA driver untouched: inductor/triton imports initialize it,
+        # and a driver initialized before fork breaks every child (seen on the H100).
+        preload = ["torch", "maxcode.evaluate.cuda.worker"]
+        env = {
+            "TORCHINDUCTOR_CACHE_DIR": str(self.cache_dir / "inductor"),
+            "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
+            "TORCHINDUCTOR_COMPILE_THREADS": "1",
+            "PYTHONPATH": _pythonpath(),
+        }
+        (self.cache_dir / "logs").mkdir(parents=True, exist_ok=True)
+        self._workers = [
+            GpuWorker(g, tuple(preload), env, self.cache_dir / "logs" / f"gpu{g}.log") for g in gpus
+        ]
+        for w in self._workers:
+            w.start()
+
+    def _gpu_loop(
+        self, worker: GpuWorker, jobs: queue.Queue[_Job | None], errors: list[BaseException]
+    ) -> None:
+        try:
+            self._gpu_jobs(worker, jobs)
+        except BaseException as err:
+            errors.append(err)
+            while jobs.get() is not None:  # drain so the producer never blocks
+                pass
+
+    def _gpu_jobs(self, worker: GpuWorker, jobs: queue.Queue[_Job | None]) -> None:
+        while (job := jobs.get()) is not None:
+            reply = worker.run(
+                {
+                    "entry": "maxcode.evaluate.cuda.worker:run_job",
+                    "job_dir": str(job.job_dir),
+                    "cache_root": str(self.cache_dir / "build"),
+                    "cuda_arch": self.cuda_arch,
+                    "config": {
+                        k: (list(v) if isinstance(v, tuple) else v)
+                        for k, v in self.config.to_dict().items()
+                    },
+                    "task_metadata": job.task.metadata,
+                    "timeout_s": self.config.run_timeout_s,
+                    "memory_limit_mb": self.config.memory_limit_mb,
+                }
+            )
+            job.result = self._to_result(job, reply)
+
+    # -- results --------------------------------------------------------------------------
+    def _result(
+        self, status: Status, reason: str = "", compile_log: str = "", figures: dict | None = None
+    ) -> EvalResult:
+        return EvalResult(
+            status=status,
+            reason=reason,
+            compile_log=compile_log,
+            figures=dict(figures or {}),
+            evaluator=self.name,
+        )
+
+    def _to_result(self, job: _Job, reply: dict[str, Any]) -> EvalResult:
+        figures = {**job.figures, **reply.get("figures", {})}
+        figures["warnings"] = job.warnings + figures.get("warnings", [])
+        status = Status(reply["status"])
+        if status is not Status.OK and reply.get("output_tail"):
+            figures["output_tail"] = reply["output_tail"]
+        builds = reply.get("builds") or []
+        failed = next((b for b in builds if not b["ok"]), None)
+        tests = [
+            TestVerdict(t["index"], Status(t["status"]), None, t["reason"])
+            for t in reply.get("tests") or []
+        ]
+        timing = None
+        stats = reply.get("timing")
+        if stats:
+            cand, eager = stats["candidate"], stats["eager"]
+            timing = Timing(
+                mode="cuda_events",
+                unit="ms",
+                candidate=cand["median"],
+                reference=eager["median"],
+                candidate_spread=round(cand["iqr"] / cand["median"], 4) if cand["median"] else None,
+                reference_spread=round(eager["iqr"] / eager["median"], 4)
+                if eager["median"]
+                else None,
+                repeats=cand["n"],
+            )
+            figures["runtime_ms"] = stats
+        return EvalResult(
+            status=status,
+            reason=reply.get("reason", ""),
+            tests=tests,
+            timing=timing if status is Status.OK else None,
+            compile_log=failed["log"] if failed else "",
+            figures=figures,
+            evaluator=self.name,
+        )
+
+
+def _visible_gpus() -> list[int]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [int(x) for x in visible.split(",") if x.strip().isdigit()]
+    count = 0
+    while nvidia_smi(count):
+        count += 1
+    return list(range(count))
+
+
+def _pythonpath() -> str:
+    """Subprocesses import maxcode from where this process did."""
+    src = str(Path(__file__).resolve().parents[3])
+    return os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)

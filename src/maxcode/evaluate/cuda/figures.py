@@ -1,0 +1,139 @@
+"""Hardware fingerprint and roofline figures for the critic.
+
+Peaks are computed from what the device reports (SM count, max SM clock, memory clock
+and bus width), with one per-architecture constant: FP32 lanes per SM.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Any
+
+# FP32 FMA lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput table).
+FP32_LANES_PER_SM = {
+    (7, 0): 64,
+    (7, 5): 64,
+    (8, 0): 64,
+    (8, 6): 128,
+    (8, 7): 128,
+    (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128,
+    (12, 0): 128,
+}
+_SMI_FIELDS = (
+    "name",
+    "driver_version",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "clocks.max.mem",
+    "compute_cap",
+    "pci.bus_id",
+)
+
+
+def nvidia_smi(index: int = 0) -> dict[str, str]:
+    """One GPU's row from nvidia-smi, keyed by field; empty when there is no nvidia-smi or GPU."""
+    if shutil.which("nvidia-smi") is None:
+        return {}
+    try:
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                f"--id={index}",
+                f"--query-gpu={','.join(_SMI_FIELDS)}",
+                "--format=csv,noheader,nounits",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    values = [v.strip() for v in out.splitlines()[0].split(",")] if out else []
+    return dict(zip(_SMI_FIELDS, values, strict=False)) if len(values) == len(_SMI_FIELDS) else {}
+
+
+def detect_cuda_arch(index: int = 0) -> str:
+    """Compute capability such as '9.0' from nvidia-smi (does not create a CUDA context)."""
+    return nvidia_smi(index).get("compute_cap", "")
+
+
+def gpu_environment() -> dict[str, Any]:
+    """GPU name, clocks, driver, torch/CUDA versions and peaks; call inside the GPU worker."""
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    smi = nvidia_smi(_visible_index())
+    env: dict[str, Any] = {
+        "gpu": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sm_count": props.multi_processor_count,
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "driver": smi.get("driver_version"),
+        "sm_clock_mhz": _num(smi.get("clocks.sm")),
+        "max_sm_clock_mhz": _num(smi.get("clocks.max.sm")),
+        "mem_clock_mhz": _num(smi.get("clocks.mem")),
+        "max_mem_clock_mhz": _num(smi.get("clocks.max.mem")),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+    }
+    bus_bits = getattr(props, "memory_bus_width", None) or _nvml_bus_width()
+    env["memory_bus_bits"] = bus_bits
+    mem_mhz = env["max_mem_clock_mhz"]
+    env["peak_bandwidth_gbs"] = (
+        round(mem_mhz * 1e6 * 2 * bus_bits / 8 / 1e9, 1) if mem_mhz and bus_bits else None
+    )
+    lanes = FP32_LANES_PER_SM.get((props.major, props.minor))
+    sm_mhz = env["max_sm_clock_mhz"]
+    env["peak_fp32_tflops"] = (
+        round(props.multi_processor_count * sm_mhz * 1e6 * lanes * 2 / 1e12, 1)
+        if lanes and sm_mhz
+        else None
+    )
+    return env
+
+
+def roofline(
+    bytes_moved: int, flops: int, runtime_ms: float, env: dict[str, Any]
+) -> dict[str, float | None]:
+    """Achieved bandwidth/FLOP rate of a run against the device peaks (keys the critic reads)."""
+    seconds = runtime_ms / 1e3
+    return {
+        "bytes_moved": bytes_moved,
+        "flops": flops,
+        "achieved_bandwidth_gbs": round(bytes_moved / seconds / 1e9, 2) if seconds > 0 else None,
+        "peak_bandwidth_gbs": env.get("peak_bandwidth_gbs"),
+        "achieved_tflops": round(flops / seconds / 1e12, 3) if seconds > 0 else None,
+        "peak_tflops": env.get("peak_fp32_tflops"),
+    }
+
+
+def _visible_index() -> int:
+    import os
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+    return int(visible) if visible.isdigit() else 0
+
+
+def _nvml_bus_width() -> int | None:
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(_visible_index())
+        return int(pynvml.nvmlDeviceGetMemoryBusWidth(handle))
+    except pynvml.NVMLError:
+        return None
+
+
+def _num(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "", "[N/A]") else None
+    except ValueError:
+        return None

@@ -1,0 +1,254 @@
+"""Sandboxed execution: a zygote process per GPU forks one fresh process per candidate.
+
+The zygote imports torch (and inductor) once but never touches CUDA, so every forked
+child starts with a clean CUDA context; a crash, an illegal memory access, a hang or a
+memory blow-up kills only that child, and the zygote reports it as the candidate's
+result. The parent (``GpuWorker``) restarts a zygote that itself dies or stops
+answering. Protocol: one JSON job per line on the zygote's stdin, one JSON reply per
+line on its stdout; candidates' own output goes to a per-job log file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+POLL_S = 0.02
+LOG_TAIL_CHARS = 1500
+
+
+def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
+    """Fork, run ``job['entry']`` (``module:function``) on the job in the child, supervise it."""
+    job_dir = Path(job["job_dir"])
+    result_path = job_dir / "result.json"
+    log_path = job_dir / "output.log"
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # child: own session (so grandchildren die with it), stdio to the log
+        os.setsid()
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        code = 0
+        try:
+            module_name, fn_name = job["entry"].split(":")
+            result = getattr(importlib.import_module(module_name), fn_name)(job)
+            tmp = result_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(result))
+            os.replace(tmp, result_path)
+        except BaseException:
+            traceback.print_exc()
+            code = 3
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    timeout_s = float(job["timeout_s"])
+    limit_kb = int(job["memory_limit_mb"]) * 1024
+    verdict: dict[str, Any] | None = None
+    peak_kb = 0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        rss = _rss_kb(pid)
+        peak_kb = max(peak_kb, rss)
+        if time.monotonic() - start > timeout_s:
+            verdict = {
+                "status": "timeout",
+                "reason": f"evaluation exceeded {timeout_s:.0f} s and was killed",
+            }
+        elif rss > limit_kb:
+            verdict = {
+                "status": "memory_limit",
+                "reason": f"host memory {rss // 1024} MB exceeded the {limit_kb // 1024} MB limit",
+            }
+        if verdict:
+            _kill_group(pid)
+            os.waitpid(pid, 0)
+            break
+        time.sleep(POLL_S)
+    elapsed = round(time.monotonic() - start, 3)
+    tail = _tail(log_path)
+    if verdict is None and result_path.is_file():
+        verdict = json.loads(result_path.read_text())
+    elif verdict is None:
+        how = (
+            f"signal {signal.Signals(-os.waitstatus_to_exitcode(status)).name}"
+            if os.WIFSIGNALED(status)
+            else f"exit code {os.waitstatus_to_exitcode(status)}"
+        )
+        verdict = {
+            "status": "runtime_error",
+            "reason": f"evaluation process died ({how}) without a result",
+        }
+    _kill_group(pid)  # anything the candidate left running in its session
+    verdict.setdefault("figures", {})
+    verdict["figures"]["process_seconds"] = elapsed
+    verdict["figures"]["peak_rss_mb"] = round(peak_kb / 1024, 1)
+    verdict["output_tail"] = tail
+    return verdict
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _tail(path: Path) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return text[-LOG_TAIL_CHARS:]
+
+
+def serve() -> None:
+    """Zygote main loop: warm imports once, then one forked child per job line."""
+    for name in os.environ.get("MAXCODE_ZYGOTE_PRELOAD", "").split(","):
+        if name:
+            importlib.import_module(name)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        raise RuntimeError(
+            "CUDA was initialized in the zygote; forked children would inherit a broken context"
+        )
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # stray prints in the zygote go to stderr, never into the protocol
+    out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        reply = run_in_child(json.loads(line))
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+class WorkerDied(RuntimeError):
+    pass
+
+
+class GpuWorker:
+    """Parent-side handle of one zygote pinned to one GPU; restarts it when it dies."""
+
+    def __init__(
+        self,
+        gpu: int | None,
+        preload: tuple[str, ...] = ("torch",),
+        extra_env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+    ):
+        self.gpu = gpu
+        self.preload = preload
+        self.extra_env = extra_env or {}
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+        self.restarts = 0
+        self._buffer = b""
+
+    def start(self) -> None:
+        env = dict(
+            os.environ,
+            **self.extra_env,
+            MAXCODE_ZYGOTE_PRELOAD=",".join(self.preload),
+            PYTHONUNBUFFERED="1",
+        )
+        if self.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
+        stderr = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the process
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from maxcode.evaluate.cuda.supervisor import serve; serve()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+            start_new_session=True,
+        )
+        self._buffer = b""
+        hello = self._read_line(timeout_s=600)
+        if hello is None or not json.loads(hello).get("ready"):
+            self.stop()
+            raise WorkerDied(
+                f"GPU worker for device {self.gpu} did not start (see {self.log_path or 'its stderr'})"
+            )
+
+    def run(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Send one job; a dead or silent zygote is restarted and the job reported as a runtime error."""
+        if self.proc is None or self.proc.poll() is not None:
+            if self.proc is not None:
+                self.restarts += 1
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self._restart()
+            return {
+                "status": "runtime_error",
+                "reason": "GPU worker died before the job started; restarted",
+            }
+        line = self._read_line(timeout_s=float(job["timeout_s"]) + 60)
+        if line is None:
+            self._restart()
+            return {
+                "status": "runtime_error",
+                "reason": "GPU worker stopped answering and was restarted",
+            }
+        return json.loads(line)
+
+    def _restart(self) -> None:
+        self.stop()
+        self.restarts += 1
+        self.start()
+
+    def _read_line(self, timeout_s: float) -> str | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return None
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode()
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream:
+                stream.close()
+        self.proc = None

@@ -1,0 +1,42 @@
+"""CPU-only stand-ins for a GPU evaluation, run by the supervisor tests inside forked children."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+
+def answer(job: dict) -> dict:
+    return {"status": "ok", "reason": "", "figures": {"pid": os.getpid()}}
+
+
+def sleep_forever(job: dict) -> dict:
+    time.sleep(3600)
+    return {"status": "ok"}
+
+
+def segfault(job: dict) -> dict:
+    os.kill(os.getpid(), signal.SIGSEGV)
+    return {"status": "ok"}
+
+
+def hog_memory(job: dict) -> dict:
+    blocks = []
+    while True:
+        blocks.append(bytearray(64 << 20))
+        time.sleep(0.01)
+
+
+def chatty(job: dict) -> dict:
+    print('{"status": "ok", "reason": "forged by the candidate"}', flush=True)
+    return {"status": "wrong_answer", "reason": "real verdict"}
+
+
+def spawn_orphan(job: dict) -> dict:
+    import subprocess
+
+    proc = subprocess.Popen(["sleep", "300"])
+    with open(os.path.join(job["job_dir"], "orphan.pid"), "w") as f:
+        f.write(str(proc.pid))
+    return {"status": "ok", "reason": ""}

@@ -1,0 +1,44 @@
+"""Writes through a null pointer (illegal memory access): expected RUNTIME_ERROR, and the next candidate still runs."""
+
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_source = r"""
+#include <torch/extension.h>
+__global__ void saxpy_kernel(const float* a, const float* b, float* out, float alpha, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = alpha * a[i] + b[i];
+}
+torch::Tensor saxpy(torch::Tensor a, torch::Tensor b, double alpha) {
+    auto out = torch::empty_like(a);
+    long n = a.numel();
+    saxpy_kernel<<<(n + 255) / 256, 256>>>(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), (float)alpha, n);
+    return out;
+}
+"""
+ext = load_inline(
+    name="saxpy",
+    cpp_sources="torch::Tensor saxpy(torch::Tensor a, torch::Tensor b, double alpha);",
+    cuda_sources=cuda_source,
+    functions=["saxpy"],
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, alpha):
+        super().__init__()
+        self.alpha = alpha
+
+        self.bad = load_inline(
+            name="crash",
+            cpp_sources="void crash();",
+            cuda_sources=r"""
+__global__ void crash_kernel(float* p) { p[threadIdx.x] = 1.0f; }
+void crash() { crash_kernel<<<1, 32>>>(nullptr); cudaDeviceSynchronize(); }
+""",
+            functions=["crash"],
+        )
+
+    def forward(self, a, b):
+        self.bad.crash()
+        return ext.saxpy(a, b, self.alpha)

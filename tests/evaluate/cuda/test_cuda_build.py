@@ -1,0 +1,127 @@
+"""Build cache: keys, compile errors, nvcc, concurrency (real compilers; no GPU needed)."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+
+import pytest
+
+from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec, import_extension, trim_log
+
+# A CPython extension without torch headers: compiles in about a second, imports, runs.
+PY_EXT = r"""
+#include <Python.h>
+static PyObject* triple(PyObject*, PyObject* arg) { return PyLong_FromLong(3 * PyLong_AsLong(arg)); }
+static PyMethodDef methods[] = {{"triple", triple, METH_O, ""}, {nullptr, nullptr, 0, nullptr}};
+static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "tiny", nullptr, -1, methods};
+PyMODINIT_FUNC PyInit_tiny() { return PyModule_Create(&mod); }
+"""
+
+
+def tiny(extra: str = "") -> ExtensionSpec:
+    return ExtensionSpec.from_load_inline(
+        name="tiny", cpp_sources=PY_EXT + extra, no_implicit_headers=True
+    )
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return BuildCache(tmp_path / "cache", cuda_arch="9.0", host_pch=False, light_cuda_headers=True)
+
+
+def test_spec_normalizes_like_load_inline():
+    spec = ExtensionSpec.from_load_inline(
+        "m", "int f();", functions="f", extra_cflags=["", " -O2 "]
+    )
+    assert spec.cpp_sources == ("int f();",)
+    assert spec.functions == (("f", "f"),)
+    assert spec.extra_cflags == ("-O2",)
+    main = spec.main_cpp()
+    assert main.index("#define TORCH_EXTENSION_NAME m") < main.index("#include <torch/extension.h>")
+    assert 'm.def("f", torch::wrap_pybind_function(f), "f");' in main
+
+
+def test_spec_rejects_bad_names_with_a_reason():
+    with pytest.raises(ValueError, match="C identifier"):
+        ExtensionSpec.from_load_inline("my-ext", "")
+    with pytest.raises(ValueError, match="list or dict"):
+        ExtensionSpec.from_load_inline("m", "", functions=3)
+
+
+def test_key_depends_on_source_flags_and_arch(tmp_path):
+    a = BuildCache(tmp_path / "a", "9.0")
+    b = BuildCache(tmp_path / "b", "8.0")
+    base = tiny()
+    assert a.key_of(base)[0] == a.key_of(tiny())[0]
+    assert a.key_of(base)[0] != a.key_of(tiny("// changed"))[0]
+    assert a.key_of(base)[0] != b.key_of(base)[0]
+    flagged = ExtensionSpec.from_load_inline(
+        name="tiny", cpp_sources=PY_EXT, no_implicit_headers=True, extra_cflags=["-O2"]
+    )
+    assert a.key_of(base)[0] != a.key_of(flagged)[0]
+
+
+def test_build_import_and_cache_hit(cache):
+    first = cache.build(tiny())
+    assert first.ok and not first.cached and first.seconds > 0
+    assert import_extension(first).triple(14) == 42
+    second = cache.build(tiny())
+    assert second.cached and second.so_path == first.so_path and second.seconds == 0
+
+
+def test_concurrent_identical_builds_compile_once(cache):
+    outcomes = []
+    threads = [
+        threading.Thread(target=lambda: outcomes.append(cache.build(tiny("// concurrent"))))
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(outcomes) == 4 and all(o.ok for o in outcomes)
+    assert sum(not o.cached for o in outcomes) == 1
+    assert len({o.so_path for o in outcomes}) == 1
+    assert not any(cache.root.joinpath("tmp").iterdir())
+
+
+def test_compile_error_is_trimmed_cached_and_names_the_first_error(cache):
+    broken = ExtensionSpec.from_load_inline(
+        name="bad", cpp_sources="int f() { return undeclared_thing; }", no_implicit_headers=True
+    )
+    out = cache.build(broken)
+    assert not out.ok and out.failed_step == "host"
+    assert "undeclared_thing" in out.first_error and "error" in out.first_error
+    assert str(cache.root) not in out.log
+    again = cache.build(broken)
+    assert again.cached and again.first_error == out.first_error
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_nvcc_compiles_a_kernel_and_reports_kernel_errors(cache):
+    good = ExtensionSpec.from_load_inline(
+        name="k",
+        cpp_sources="",
+        cuda_sources="__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }",
+        no_implicit_headers=True,
+    )
+    out = cache.build(good)
+    assert (
+        "cuda" in out.steps and out.failed_step != "cuda"
+    )  # linking needs libtorch_cuda, absent from a CPU-only torch
+    bad = ExtensionSpec.from_load_inline(
+        name="k",
+        cpp_sources="",
+        cuda_sources="__global__ void scale(float* x) { x[threadIdx.x] *= not_declared; }",
+        no_implicit_headers=True,
+    )
+    out = cache.build(bad)
+    assert out.failed_step == "cuda" and "not_declared" in out.first_error
+
+
+def test_trim_log_keeps_first_error_and_bounds_size():
+    log = "\n".join(["note: context"] * 5 + ["x.cu(3): error: boom"] + ["spam"] * 5000)
+    kept, first = trim_log(log)
+    assert first == "x.cu(3): error: boom"
+    assert len(kept) <= 4000 and kept.splitlines()[0] == "note: context"

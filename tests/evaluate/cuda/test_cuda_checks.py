@@ -1,0 +1,110 @@
+"""Static anti-cheat checks, both ways: honest candidates pass, each hack is caught by its id."""
+
+from __future__ import annotations
+
+import pytest
+from cuda_candidates import VARIANTS, benchmark_set
+from cuda_fixtures import HOSTILE
+
+from maxcode.evaluate.cuda.checks import CHECKS, split_source, static_findings
+
+
+def ids(source: str) -> list[str]:
+    return [f.check_id for f in static_findings(source)]
+
+
+@pytest.mark.parametrize(
+    "case",
+    benchmark_set(),
+    ids=lambda c: f"{c[0].metadata['file_name']}-{c[1]}" if isinstance(c, tuple) else "",
+)
+def test_generated_candidates_pass_static_checks(case):
+    _, _, source = case
+    assert ids(source) == []
+
+
+@pytest.mark.parametrize(
+    ("fixture", "check_id"),
+    [("torch_only", "no_custom_kernel"), ("introspection", "harness_introspection")],
+)
+def test_hostile_fixture_is_caught_statically(fixture, check_id):
+    assert check_id in ids((HOSTILE / f"{fixture}.py").read_text())
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "good",
+        "stream",
+        "thread",
+        "timing_patch",
+        "precision",
+        "hardcoded",
+        "calls_reference",
+        "result_reuse",
+        "inplace",
+        "alias",
+    ],
+)
+def test_dynamic_only_fixtures_get_past_static_checks(fixture):
+    """These hide from the patterns on purpose; the GPU worker must catch them (test_cuda_hostile.py)."""
+    assert ids((HOSTILE / f"{fixture}.py").read_text()) == []
+
+
+KERNEL = 'src = r"""__global__ void k(float* x) { x[0] = 1.f; }"""\n'
+
+
+@pytest.mark.parametrize(
+    ("snippet", "check_id"),
+    [
+        ("s = torch.cuda.Stream()\n", "stream_or_thread"),
+        ("import threading\n", "stream_or_thread"),
+        ('c = r"""void f() { cudaStream_t s; cudaStreamCreate(&s); }"""\n', "stream_or_thread"),
+        ("torch.cuda.synchronize = lambda: None\n", "timing_patch"),
+        ("torch.cuda.Event.elapsed_time = f\n", "timing_patch"),
+        ("time.perf_counter = f\n", "timing_patch"),
+        ("y = x.half()\n", "precision_downgrade"),
+        ("torch.backends.cuda.matmul.allow_tf32 = True\n", "precision_downgrade"),
+        ('c = r"""__global__ void h(__half* x) { }"""\n', "precision_downgrade"),
+        ("import gc\nobjs = gc.get_objects()\n", "harness_introspection"),
+        ("f = sys._getframe(1)\n", "harness_introspection"),
+    ],
+)
+def test_each_pattern_fires(snippet, check_id):
+    assert check_id in ids("import torch\n" + KERNEL + snippet)
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "# torch.cuda.synchronize = lambda: None  (a comment)\n",
+        '"""we never call x.half() here"""\n',
+        'c = r"""// __half in a C comment\n__global__ void g(float* y) { }"""\n',
+        "if torch.cuda.synchronize == other: pass\n",
+    ],
+)
+def test_comments_docstrings_and_comparisons_do_not_fire(snippet):
+    assert ids("import torch\n" + KERNEL + snippet) == []
+
+
+def test_precision_check_is_skipped_for_half_precision_tasks():
+    src = "import torch\n" + KERNEL + "y = x.half()\n"
+    assert [f.check_id for f in static_findings(src, reference_is_fp32=False)] == []
+
+
+def test_findings_follow_the_fixed_check_order_and_name_the_check():
+    src = "import threading\nimport gc\nobjs = gc.get_objects()\ny = x.half()\n"
+    found = static_findings(src)
+    order = list(CHECKS)
+    assert [f.check_id for f in found] == sorted((f.check_id for f in found), key=order.index)
+    assert all(f.message for f in found)
+
+
+def test_split_source_separates_python_from_string_code():
+    py, c = split_source('x = 1  # comment\ns = "int a; // c comment\\nint b;"\n')
+    assert "comment" not in py and "int" not in py
+    assert "int a;" in c and "int b;" in c and "c comment" not in c
+
+
+def test_variants_are_the_four_documented_ones():
+    assert VARIANTS == ("fast", "slow", "wrong", "compile_error")

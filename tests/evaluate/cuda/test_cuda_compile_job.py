@@ -1,0 +1,70 @@
+"""The compile stage end to end on the CPU: a real compile subprocess, the cache, the index."""
+
+from __future__ import annotations
+
+import pytest
+
+from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.evaluator import _Job
+from maxcode.evaluate.result import Status
+
+# CPython extensions without torch headers: they build in about a second.
+EXT = r"""
+#include <Python.h>
+static PyObject* f(PyObject*, PyObject* a) {{ return PyLong_FromLong({factor} * PyLong_AsLong(a)); }}
+static PyMethodDef m[] = {{{{"f", f, METH_O, ""}}, {{nullptr, nullptr, 0, nullptr}}}};
+static struct PyModuleDef d = {{PyModuleDef_HEAD_INIT, "{name}", nullptr, -1, m}};
+PyMODINIT_FUNC PyInit_{name}() {{ return PyModule_Create(&d); }}
+"""
+
+CANDIDATE = f'''
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+top = load_inline(name="top", cpp_sources=r"""{EXT.format(factor=2, name="top")}""", no_implicit_headers=True)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, alpha):
+        super().__init__()
+        self.inner = load_inline(name="inner", cpp_sources=r"""{EXT.format(factor=3, name="inner")}""", no_implicit_headers=True)
+'''
+
+
+@pytest.fixture
+def evaluator(tmp_path):
+    return CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+
+
+def job(tmp_path, task, source, name="j"):
+    return _Job(0, task, source, tmp_path / name)
+
+
+def test_builds_at_import_and_in_init_happen_in_the_pool_and_are_indexed(
+    evaluator, saxpy_task, tmp_path
+):
+    first = job(tmp_path, saxpy_task, CANDIDATE, "first")
+    assert evaluator._compile(first) is True
+    names = sorted(b["name"] for b in first.figures["builds"])
+    assert names == ["inner", "top"]
+    assert first.figures["build_cached"] is False and first.figures["compile_seconds"] > 0
+    second = job(tmp_path, saxpy_task, CANDIDATE, "second")
+    assert evaluator._compile(second) is True
+    assert second.figures["build_cached"] is True
+    assert sorted(b["name"] for b in second.figures["builds"]) == names
+
+
+def test_compile_error_becomes_the_result(evaluator, saxpy_task, tmp_path):
+    broken = CANDIDATE.replace("PyLong_FromLong(3", "PyLong_FromLong(undeclared_thing")
+    j = job(tmp_path, saxpy_task, broken)
+    assert evaluator._compile(j) is False
+    assert j.result.status is Status.COMPILE_ERROR
+    assert "inner" in j.result.reason and "undeclared_thing" in j.result.reason
+    assert "undeclared_thing" in j.result.compile_log
+
+
+def test_import_error_is_left_to_the_gpu_worker(evaluator, saxpy_task, tmp_path):
+    j = job(tmp_path, saxpy_task, "raise RuntimeError('needs a GPU at import')\n")
+    assert evaluator._compile(j) is True
+    assert j.figures["builds"] == []
+    assert not any((evaluator.cache_dir / "candidates").glob("*.json"))

@@ -1,0 +1,93 @@
+"""Evaluator paths that need no GPU: static rejection, syntax errors, config, the CLI's JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cuda_fixtures import HOSTILE, hostile
+from typer.testing import CliRunner
+
+from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda_cli import app
+from maxcode.evaluate.result import Status
+from maxcode.tasks.model import Task
+
+
+@pytest.fixture
+def evaluator(tmp_path):
+    return CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+
+
+def test_static_rejection_needs_no_gpu(evaluator, saxpy_task):
+    result = evaluator.evaluate(saxpy_task, hostile("torch_only"))
+    assert result.status is Status.REJECTED
+    assert result.reason.startswith("no_custom_kernel: ")
+    assert result.figures["failed_check"] == "no_custom_kernel"
+    assert result.evaluator == evaluator.name and result.speedup is None
+
+
+def test_invalid_python_is_a_compile_error_with_the_line(evaluator, saxpy_task):
+    result = evaluator.evaluate(saxpy_task, "class ModelNew(:\n    pass\n")
+    assert result.status is Status.COMPILE_ERROR and "line 1" in result.reason
+
+
+def test_warn_severity_lets_the_candidate_through_to_the_gpu_stage(tmp_path, saxpy_task):
+    cfg = CudaEvalConfig(cuda_arch="9.0", check_severity={"no_custom_kernel": "warn"})
+    ev = CudaEvaluator(cfg, tmp_path, gpus=[])
+    with pytest.raises(RuntimeError, match="no NVIDIA GPU"):
+        ev.evaluate(saxpy_task, hostile("torch_only"))
+
+
+def test_non_cuda_task_is_refused(evaluator):
+    task = Task("p1", "pie", "cpp", "int main(){}")
+    with pytest.raises(ValueError, match="'cuda' tasks"):
+        evaluator.evaluate(task, "x")
+
+
+def test_name_changes_with_config(tmp_path):
+    a = CudaEvaluator(CudaEvalConfig(), tmp_path)
+    b = CudaEvaluator(CudaEvalConfig(correctness_trials=3), tmp_path)
+    assert a.name.startswith("maxcode-cuda/") and a.name != b.name
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"correctness_trials": 0}, "correctness_trials"),
+        ({"check_severity": {"no_such_check": "error"}}, "unknown check id 'no_such_check'"),
+        ({"check_severity": {"result_reuse": "loud"}}, "choose one of"),
+        ({"cuda_arch": "sm90"}, "look like '9.0'"),
+        ({"excessive_speedup": 0.5}, "excessive_speedup"),
+    ],
+)
+def test_config_validation_says_how_to_fix(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        CudaEvalConfig(**kwargs)
+
+
+def test_config_loading_is_strict():
+    with pytest.raises(ValueError, match="unknown CUDA evaluator key"):
+        CudaEvalConfig.from_dict({"trials": 3}, origin="params.yaml:cuda")
+    assert CudaEvalConfig.from_dict({"timing_trials": 7}).timing_trials == 7
+
+
+def test_cli_json_for_a_rejected_candidate_exits_zero(tmp_path, saxpy_task, monkeypatch):
+    monkeypatch.setenv("MAXCODE_CACHE", str(tmp_path))
+    task_file = tmp_path / "task.py"
+    task_file.write_text(saxpy_task.reference_source)
+    out = CliRunner().invoke(
+        app, [str(HOSTILE / "torch_only.py"), "--task", str(task_file), "--json"]
+    )
+    assert out.exit_code == 0, out.output
+    record = json.loads(out.output)
+    assert record["status"] == "rejected" and record["failed_check"] == "no_custom_kernel"
+    assert record["correct"] is False and record["speedup_vs_eager"] is None
+
+
+def test_cli_bad_task_file_fails_with_a_message(tmp_path):
+    task_file = tmp_path / "task.py"
+    task_file.write_text("import torch\n")
+    out = CliRunner().invoke(app, [str(HOSTILE / "good.py"), "--task", str(task_file), "--json"])
+    assert out.exit_code != 0
+    assert "missing top-level Model, get_inputs, get_init_inputs" in str(out.exception)

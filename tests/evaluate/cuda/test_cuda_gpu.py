@@ -1,0 +1,111 @@
+"""End-to-end on a GPU: verdicts, timing fields, figures, build-cache reuse, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cuda_fixtures import HOSTILE, requires_gpu
+from typer.testing import CliRunner
+
+from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda_cli import app
+from maxcode.evaluate.result import Status
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+CASES = [
+    ("1_Scaled_vector_add.py", "fast", Status.OK),
+    ("1_Scaled_vector_add.py", "wrong", Status.WRONG_ANSWER),
+    ("1_Scaled_vector_add.py", "compile_error", Status.COMPILE_ERROR),
+    ("5_Softmax.py", "fast", Status.OK),
+    ("6_LayerNorm.py", "fast", Status.OK),
+    ("8_Square_matmul.py", "fast", Status.OK),
+    ("1_Linear_ReLU_BiasAdd.py", "fast", Status.OK),
+]
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("cuda-cache")
+
+
+@pytest.fixture(scope="module")
+def results(builtin_tasks, cache_dir):
+    from cuda_candidates import candidate_source
+
+    items = [(builtin_tasks[f], candidate_source(f, v)) for f, v, _ in CASES]
+    with CudaEvaluator(CudaEvalConfig(timing_trials=30), cache_dir) as ev:
+        return ev.evaluate_many(items)
+
+
+@pytest.mark.parametrize(
+    ("i", "case"), list(enumerate(CASES)), ids=[f"{c[0]}-{c[1]}" for c in CASES]
+)
+def test_verdicts(results, i, case):
+    result = results[i]
+    assert result.status is case[2], f"{result.reason}\n{result.figures.get('output_tail', '')}"
+
+
+def test_ok_result_carries_timing_env_and_roofline(results):
+    r = results[0]
+    assert r.timing.mode == "cuda_events" and r.timing.unit == "ms" and r.timing.repeats == 30
+    assert r.speedup == pytest.approx(r.figures["speedup_vs_eager"], rel=1e-3)
+    assert r.figures["speedup_vs_compiled"] > 0
+    assert set(r.figures["runtime_ms"]) == {"candidate", "eager", "compiled"}
+    env = r.figures["env"]
+    assert env["gpu"] and env["driver"] and env["torch"] and env["cuda"] and env["sm_clock_mhz"]
+    for key in ("achieved_bandwidth_gbs", "peak_bandwidth_gbs", "achieved_tflops", "peak_tflops"):
+        assert r.figures[key] is not None and r.figures[key] >= 0
+    assert 0 < r.figures["achieved_bandwidth_gbs"] < r.figures["peak_bandwidth_gbs"] * 1.2
+    assert len(r.tests) == 5 and all(t.status is Status.OK for t in r.tests)
+
+
+def test_matmul_reports_flops(results):
+    r = results[5]
+    assert r.figures["flops"] == 2 * 2048**3
+    assert 0 < r.figures["achieved_tflops"] < r.figures["peak_tflops"] * 1.5
+
+
+def test_wrong_answer_names_the_error(results):
+    assert "max abs err" in results[1].reason and results[1].tests[0].status is Status.WRONG_ANSWER
+
+
+def test_compile_error_keeps_first_error_line(results):
+    r = results[2]
+    assert "undeclared_symbol" in r.reason and "undeclared_symbol" in r.compile_log
+
+
+def test_identical_candidate_is_not_compiled_again(builtin_tasks, cache_dir):
+    from cuda_candidates import candidate_source
+
+    task = builtin_tasks["1_Scaled_vector_add.py"]
+    with CudaEvaluator(
+        CudaEvalConfig(correctness_trials=1, timing_trials=5, time_compiled_reference=False),
+        cache_dir,
+    ) as ev:
+        again = ev.evaluate(task, candidate_source("1_Scaled_vector_add.py", "fast"))
+    assert again.status is Status.OK and again.figures["build_cached"] is True
+
+
+def test_cli_prints_one_json_object(builtin_tasks, cache_dir, tmp_path):
+    task_file = tmp_path / "task.py"
+    task_file.write_text(builtin_tasks["1_Scaled_vector_add.py"].reference_source)
+    args = [
+        str(HOSTILE / "good.py"),
+        "--task",
+        str(task_file),
+        "--trials",
+        "2",
+        "--timing-trials",
+        "10",
+        "--cache-dir",
+        str(cache_dir),
+        "--json",
+    ]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    record = json.loads(out.output)
+    assert record["status"] == "ok" and record["correct"] is True
+    assert len(record["correctness_trials"]) == 2 and record["speedup_vs_eager"] > 0
+    assert record["runtime_ms"]["candidate"]["median"] > 0
