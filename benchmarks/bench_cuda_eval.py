@@ -146,10 +146,10 @@ def section_throughput(work: Path, sample: int, gpus: list[int] | None) -> dict:
     with CudaEvaluator(cfg, cache, gpus=gpus) as ev:
         ev._ensure_workers()  # start cost is paid once per evaluator, not per candidate; measured separately below
         t = time.monotonic()
-        cold = ev.evaluate_many([(task, src) for task, _, src in items])
+        cold = ev.evaluate_items([(task, src) for task, _, src in items])
         t_cold = time.monotonic() - t
         t = time.monotonic()
-        warm = ev.evaluate_many([(task, src) for task, _, src in items])
+        warm = ev.evaluate_items([(task, src) for task, _, src in items])
         t_warm = time.monotonic() - t
     n = len(items)
     print(

@@ -69,7 +69,7 @@ def main() -> None:
 
     t = time.monotonic()
     with CudaEvaluator(CudaEvalConfig(), args.work / "ours") as ev:
-        ours = ev.evaluate_many([(task, src) for task, _, src in items])
+        ours = ev.evaluate_items([(task, src) for task, _, src in items])
     t_ours = time.monotonic() - t
     print(f"ours: {t_ours:.1f} s total (cold build cache, compile + evaluate)")
 

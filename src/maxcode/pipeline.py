@@ -168,12 +168,15 @@ def build_evaluator(language: str, evaluation: dict, cache_dir: Path, profile: b
     if language == "cpp":
         from maxcode.evaluate.cpp import CppEvalConfig, CppEvaluator
 
-        cfg = CppEvalConfig(**{**evaluation.get("cpp", {}), "profile": profile})
+        cfg = CppEvalConfig.from_dict({**evaluation.get("cpp", {}), "profile": profile})
         inner = CppEvaluator(cfg, cache_dir / "cpp")
     else:
         from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 
-        inner = CudaEvaluator(CudaEvalConfig(**evaluation.get("cuda", {})), cache_dir / "cuda")
+        inner = CudaEvaluator(
+            CudaEvalConfig.from_dict(evaluation.get("cuda", {}), "evaluation.cuda"),
+            cache_dir / "cuda",
+        )
     return CachedEvaluator(inner, EvalCache(cache_dir / "evaluations.sqlite"))
 
 
@@ -235,7 +238,13 @@ def run_rollout(
 
 
 def make_tables(
-    rollouts: list[Path], ranking: Path, card: Path, tables: dict, preset: str, llm: dict, outputs: list[str]
+    rollouts: list[Path],
+    ranking: Path,
+    card: Path,
+    tables: dict,
+    preset: str,
+    llm: dict,
+    outputs: list[str],
 ) -> None:
     import json
 

@@ -94,7 +94,9 @@ class EvalResult:
         d = dict(d)
         d.pop("speedup", None)
         d["status"] = Status(d["status"])
-        d["tests"] = [TestVerdict(**{**t, "status": Status(t["status"])}) for t in d.get("tests", [])]
+        d["tests"] = [
+            TestVerdict(**{**t, "status": Status(t["status"])}) for t in d.get("tests", [])
+        ]
         d["timing"] = Timing(**d["timing"]) if d.get("timing") else None
         return cls(**d)
 

@@ -36,7 +36,7 @@ def results(builtin_tasks, cache_dir):
 
     items = [(builtin_tasks[f], candidate_source(f, v)) for f, v, _ in CASES]
     with CudaEvaluator(CudaEvalConfig(timing_trials=30), cache_dir) as ev:
-        return ev.evaluate_many(items)
+        return ev.evaluate_items(items)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Each adversarial candidate is caught on a real GPU by its own check (or ends with its status).
 
-All candidates go through one ``evaluate_many`` batch, which also shows that a crash,
+All candidates go through one ``evaluate_items`` batch, which also shows that a crash,
 a hang or a process exit does not disturb the candidates evaluated after it.
 """
 
@@ -48,7 +48,7 @@ def results(saxpy_task, tmp_path_factory):
     items = [(saxpy_task, hostile(name)) for name, _, _ in EXPECTED]
     items += [(forbidding, hostile("torch_compute")), (forbidding, hostile("good"))]
     with CudaEvaluator(config, tmp_path_factory.mktemp("cuda-cache")) as evaluator:
-        return evaluator.evaluate_many(items)
+        return evaluator.evaluate_items(items)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """``CudaEvaluator``: static checks, pooled compilation, sandboxed GPU runs, typed results.
 
-Pipeline of ``evaluate_many``: static checks in this process (cheap, first); a thread
+Pipeline of ``evaluate_items``: static checks in this process (cheap, first); a thread
 pool drives one compile subprocess per candidate on the CPUs (content-addressed build
 cache: identical candidates never compile twice); as each build finishes its candidate
 is queued to a GPU worker (one per GPU, a zygote forking a fresh process per
@@ -69,9 +69,15 @@ class CudaEvaluator:
 
     # -- public API -----------------------------------------------------------------------
     def evaluate(self, task: Task, source: str) -> EvalResult:
-        return self.evaluate_many([(task, source)])[0]
+        return self.evaluate_items([(task, source)])[0]
 
-    def evaluate_many(self, items: Sequence[tuple[Task, str]]) -> list[EvalResult]:
+    def evaluate_many(
+        self, task: Task, sources: Sequence[str], progress: bool = False
+    ) -> list[EvalResult]:
+        """The Evaluator protocol's batch call: several candidates of one task."""
+        return self.evaluate_items([(task, s) for s in sources])
+
+    def evaluate_items(self, items: Sequence[tuple[Task, str]]) -> list[EvalResult]:
         """Results in input order; compilation of later candidates overlaps GPU runs of earlier ones."""
         jobs = []
         for i, (task, source) in enumerate(items):
