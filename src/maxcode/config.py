@@ -57,6 +57,12 @@ def validate_params(params: object, source: str = "params.yaml") -> None:
         llm_config_from_dict(params["llm"])
     except LLMConfigError as err:
         raise ConfigError(f"{source}: {err}") from err
+    from maxcode.r2g.config import ConfigError as R2GConfigError
+
+    try:
+        r2g_configs(params["r2g"])
+    except R2GConfigError as err:
+        raise ConfigError(f"{source}: {err}") from err
     methods = resolve_methods(params)
     for group in ("main", "ablation", "rerank"):
         for name in params["tables"].get(group, []):
@@ -92,3 +98,19 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "required":
         return f"{key}: {error.message}"
     return f"{key}: {error.message}"
+
+
+def r2g_configs(r2g: dict) -> tuple:
+    """(dataset config, model config) from the ``r2g:`` block, loaded strictly."""
+    from maxcode.r2g.config import (
+        EncoderR2GConfig,
+        GenerativeR2GConfig,
+        R2GDatasetConfig,
+        load_config,
+    )
+
+    kind_cls = {"encoder": EncoderR2GConfig, "generative": GenerativeR2GConfig}[r2g["kind"]]
+    return (
+        load_config(R2GDatasetConfig, r2g.get("dataset"), "r2g.dataset"),
+        load_config(kind_cls, r2g.get(r2g["kind"]), f"r2g.{r2g['kind']}"),
+    )

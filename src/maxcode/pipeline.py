@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from maxcode.config import resolve_methods, validate_params
+from maxcode.config import r2g_configs, resolve_methods, validate_params
 from maxcode.records import provenance, read_jsonl
 from maxcode.search.config import ConfigError, MethodConfig
 from maxcode.tasks.model import Task, TaskFormatError, read_tasks_jsonl, write_tasks_jsonl
@@ -37,11 +37,11 @@ class PipelinePlan:
         tasks = {name: suite_task_ids(name, cfg) for name, cfg in params["suites"].items()}
         from maxcode.r2g.dataset import split_tasks
 
-        r2g = params["r2g"]
+        dataset_cfg, _ = r2g_configs(params["r2g"])
         test = split_tasks(
             {(s, t) for s, ids in tasks.items() for t in ids},
-            r2g["test_fraction"],
-            r2g["split_seed"],
+            dataset_cfg.test_fraction,
+            dataset_cfg.seed,
         )
         held_out = {s: [t for t in ids if (s, t) in test] for s, ids in tasks.items()}
         return cls(params, methods, tasks, held_out)
@@ -274,3 +274,62 @@ def _role_label(role: dict) -> str:
     if role["backend"] == "offline":
         return "offline (non-LLM)"
     return f"{role['backend']}:{role.get('model', '?')}"
+
+
+def build_r2g_dataset(
+    rollouts: list[Path], r2g: dict, gamma: float, suite_dirs: list[Path], out_dir: Path
+) -> dict:
+    """Examples from executed candidates of the training methods, split by task."""
+    from maxcode.r2g.dataset import build_dataset, write_dataset
+
+    cfg, _ = r2g_configs(r2g)
+    descriptions = None
+    if cfg.with_descriptions:
+        descriptions = {
+            f"{t.suite}/{t.task_id}": t.description
+            for d in suite_dirs
+            for t in read_tasks_jsonl(Path(d) / "tasks.jsonl")
+        }
+    dataset = build_dataset(
+        rollouts, gamma, cfg.test_fraction, cfg.seed, cfg.max_prompt_chars, descriptions
+    )
+    write_dataset(dataset, out_dir)
+    return dataset.card()
+
+
+def train_r2g(dataset_dir: Path, r2g: dict, out_dir: Path) -> dict:
+    from maxcode.r2g.dataset import read_dataset
+    from maxcode.r2g.reranker import train
+
+    _, model_cfg = r2g_configs(r2g)
+    return train(read_dataset(dataset_dir), model_cfg, out_dir)
+
+
+def evaluate_r2g(model_dir: Path, dataset_dir: Path, r2g: dict, out: Path) -> dict:
+    """Held-out ranking metrics, and which model produced them, for the rerank table."""
+    import json
+
+    from maxcode.r2g.dataset import read_dataset
+    from maxcode.r2g.evaluate import evaluate_reranker
+    from maxcode.r2g.reranker import load_reranker
+    from maxcode.records import atomic_write_json
+
+    reranker = load_reranker(model_dir)
+    metrics = evaluate_reranker(reranker, read_dataset(dataset_dir).test)
+    report = {
+        "model": {"kind": r2g["kind"], "name": reranker.name},
+        "metrics": _flat_metrics(metrics["all"]),
+        "detail": json.loads(json.dumps(metrics, default=str)),
+    }
+    atomic_write_json(out, report)
+    return report
+
+
+def _flat_metrics(block: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in block.items():
+        if isinstance(value, dict):
+            flat.update(_flat_metrics(value, f"{prefix}{key}."))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            flat[f"{prefix}{key}"] = value
+    return flat

@@ -1,7 +1,8 @@
 rule r2g_dataset:
     """Reward-to-go examples from rollouts, split by task so no task leaks."""
     input:
-        PLAN.r2g_training_rollouts(),
+        rollouts=PLAN.r2g_training_rollouts(),
+        suites=PLAN.suite_dirs(),
     output:
         train="data/r2g/train.jsonl",
         test="data/r2g/test.jsonl",
