@@ -184,23 +184,23 @@ def optimize_cmd(
     typer.echo(f"report: {out / 'report.html'}; records: {out / 'run.jsonl'}")
 
 
-def _mount_optional() -> None:
-    """Sub-apps of areas that are installed; each area keeps its own commands."""
-    import importlib
+def _mount_subcommands() -> None:
+    """Each area keeps its own commands; `maxcode eval` holds both evaluators."""
+    from maxcode.evaluate import cli as eval_cli
+    from maxcode.evaluate.cuda_cli import cuda as eval_cuda
+    from maxcode.kernelcompare.cli import app as kernelcompare_app
+    from maxcode.llm.cli import app as llm_app
+    from maxcode.r2g.cli import app as r2g_app
 
-    for module, name, help_text in [
-        ("maxcode.evaluate.cli", "eval", "Evaluate one candidate (C++ or CUDA) and print JSON."),
-        ("maxcode.kernelcompare.cli", "kernelcompare", "KernelCompare: extract pairs, SFT, GRPO."),
-        ("maxcode.llm.cli", "llm", "LLM backends: fake servers, cache inspection."),
-        ("maxcode.r2g.cli", "r2g", "Reward-to-go model: dataset, training, ranking."),
-    ]:
-        try:
-            sub = importlib.import_module(module).app
-        except ModuleNotFoundError as err:
-            if err.name != module:
-                raise
-            continue
-        app.add_typer(sub, name=name, help=help_text)
+    eval_cli.app.command("cuda")(eval_cuda)
+    app.add_typer(
+        eval_cli.app, name="eval", help="Evaluate one candidate (C++ or CUDA) and print JSON."
+    )
+    app.add_typer(
+        kernelcompare_app, name="kernelcompare", help="KernelCompare: extract pairs, SFT, GRPO."
+    )
+    app.add_typer(llm_app, name="llm", help="LLM backends: fake servers, cache inspection.")
+    app.add_typer(r2g_app, name="r2g", help="Reward-to-go model: dataset, training, ranking.")
 
 
-_mount_optional()
+_mount_subcommands()

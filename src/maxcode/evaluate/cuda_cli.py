@@ -41,7 +41,10 @@ def cuda(
         bool, typer.Option("--json", help="print the full result as one JSON object")
     ] = False,
 ) -> None:
-    """Exit status is non-zero only when the evaluator itself cannot run (bad task file, no GPU)."""
+    """Compile, check and time a ModelNew candidate against --task on the local GPU.
+
+    Exit status is non-zero only when the evaluator itself cannot run (bad task file, no GPU).
+    """
     config = CudaEvalConfig(correctness_trials=trials, timing_trials=timing_trials)
     with CudaEvaluator(config, cache_dir) as evaluator:
         result = evaluator.evaluate(task_from_file(task), candidate.read_text())
