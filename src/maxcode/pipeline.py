@@ -6,6 +6,9 @@ stage can also be run and tested without Snakemake.
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -231,10 +234,27 @@ def run_rollout(
     )
     inflight = Path(inflight)
     inflight.parent.mkdir(parents=True, exist_ok=True)
-    end = run_search(ctx, inflight)
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    os.replace(inflight, output)
+    with unit_lock(inflight):
+        end = run_search(ctx, inflight)
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(inflight, output)
     return end
+
+
+@contextmanager
+def unit_lock(inflight: Path) -> Iterator[None]:
+    """One process per unit of work: the pipeline runs without Snakemake's directory lock
+    (so a rerun after kill -9 needs no --unlock), and this lock, released by the kernel
+    when its holder dies, keeps two runs from appending to the same records."""
+    lock_path = inflight.with_name(inflight.name + ".lock")
+    with open(lock_path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(
+                f"{inflight}: another process is running this unit; wait for it or stop it"
+            ) from None
+        yield
 
 
 def make_tables(

@@ -11,6 +11,16 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+# The README's run command, on 2 cores.
+SNAKEMAKE = [
+    sys.executable,
+    "-m",
+    "snakemake",
+    "--profile",
+    "workflow/profiles/local",
+    "--cores",
+    "2",
+]
 
 
 def tiny_params() -> dict:
@@ -46,8 +56,10 @@ def make_workdir(path: Path, params: dict) -> Path:
 def snakemake(
     workdir: Path, *args: str, timeout: float = 900, env: dict | None = None
 ) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--rerun-incomplete", *args]
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env)
+    cmd = [*SNAKEMAKE, *args]
+    return subprocess.run(
+        cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import yaml
 
 from maxcode.records import read_jsonl
 
-from .conftest import make_workdir, snakemake, tiny_params
+from .conftest import SNAKEMAKE, make_workdir, snakemake, tiny_params
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +29,9 @@ def test_every_table_is_written_and_agrees_with_the_records(finished_pipeline: P
     assert (w / "results" / "plots" / "speedup_vs_depth.png").stat().st_size > 1000
     rows = list(csv.DictReader((w / "results/tables/main.csv").read_text().splitlines()))
     for row in rows:
-        files = sorted((w / "results/rollouts" / row["suite"] / row["method"]).glob("*/seed*.jsonl"))
+        files = sorted(
+            (w / "results/rollouts" / row["suite"] / row["method"]).glob("*/seed*.jsonl")
+        )
         assert len(files) == 3 * 2  # tasks x seeds
         bests = [list(read_jsonl(f))[-1]["best_reward"] for f in files]
         assert float(row["mean best speedup"]) == pytest.approx(sum(bests) / len(bests), rel=1e-5)
@@ -39,7 +40,10 @@ def test_every_table_is_written_and_agrees_with_the_records(finished_pipeline: P
     assert set(metrics["main"]) == {f"{r['method']}/{r['suite']}" for r in rows}
     # reranked methods ran on held-out tasks only
     held_out = {p.parent.name for p in (w / "results/reranked").rglob("seed*.jsonl")}
-    trained = {json.loads(line)["task_id"] for line in (w / "data/r2g/train.jsonl").read_text().splitlines()}
+    trained = {
+        json.loads(line)["task_id"]
+        for line in (w / "data/r2g/train.jsonl").read_text().splitlines()
+    }
     assert held_out and not held_out & trained
 
 
@@ -57,7 +61,7 @@ def test_kill_9_loses_no_finished_record(tmp_path: Path):
     params["r2g"]["train_methods"] = ["cuda-llm"]
     workdir = make_workdir(tmp_path / "w", params)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "2", "--rerun-incomplete"],
+        SNAKEMAKE,
         cwd=workdir,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -94,7 +98,9 @@ def test_malformed_task_record_is_named(tmp_path: Path):
     records.write_text(json.dumps({"problem_id": "p1", "src_code": "int main(){}"}) + "\n")
     (tmp_path / "tests" / "p1").mkdir(parents=True)
     params = tiny_params()
-    params["suites"] = {"mine": {"kind": "pie", "records": str(records), "tests_root": str(tmp_path / "tests")}}
+    params["suites"] = {
+        "mine": {"kind": "pie", "records": str(records), "tests_root": str(tmp_path / "tests")}
+    }
     workdir = make_workdir(tmp_path / "w", params)
     proc = snakemake(workdir, "suites")
     assert proc.returncode != 0
@@ -104,7 +110,9 @@ def test_malformed_task_record_is_named(tmp_path: Path):
 
 def test_missing_records_file_is_named(tmp_path: Path):
     params = tiny_params()
-    params["suites"] = {"mine": {"kind": "pie", "records": str(tmp_path / "nope.jsonl"), "tests_root": "x"}}
+    params["suites"] = {
+        "mine": {"kind": "pie", "records": str(tmp_path / "nope.jsonl"), "tests_root": "x"}
+    }
     workdir = make_workdir(tmp_path / "w", params)
     proc = snakemake(workdir)
     assert proc.returncode != 0 and "nope.jsonl" in proc.stderr

@@ -15,7 +15,9 @@ from .conftest import make_workdir, snakemake, tiny_params
 pytestmark = pytest.mark.slow
 
 
-def test_llm_generator_and_critic_fill_cost_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_llm_generator_and_critic_fill_cost_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-not-a-key")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-not-a-key")
     with FakeLLMServer() as server:
@@ -38,12 +40,17 @@ def test_llm_generator_and_critic_fill_cost_columns(tmp_path: Path, monkeypatch:
                 "price_output_per_mtok": 15.0,
             },
         }
-        params["tables"].update(main=["cuda-llm", "cuda-llm+maxcode"], ablation=[], rerank=["maxcode+random-m"])
+        params["tables"].update(
+            main=["cuda-llm", "cuda-llm+maxcode"], ablation=[], rerank=["maxcode+random-m"]
+        )
         params["r2g"]["train_methods"] = ["cuda-llm"]
         workdir = make_workdir(tmp_path / "w", params)
         proc = snakemake(workdir, env={**os.environ})
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = {r["method"]: r for r in csv.DictReader((workdir / "results/tables/main.csv").read_text().splitlines())}
+    rows = {
+        r["method"]: r
+        for r in csv.DictReader((workdir / "results/tables/main.csv").read_text().splitlines())
+    }
     for method, row in rows.items():
         assert float(row["LLM calls/run"]) > 0, method
         assert float(row["tokens/run"]) > 0 and float(row["cost USD/run"]) > 0, method

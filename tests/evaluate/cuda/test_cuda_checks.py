@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from cuda_candidates import VARIANTS, benchmark_set
-from cuda_fixtures import HOSTILE
 
 from maxcode.evaluate.cuda.checks import CHECKS, split_source, static_findings
+
+from .cuda_fixtures import HOSTILE
 
 
 def ids(source: str) -> list[str]:

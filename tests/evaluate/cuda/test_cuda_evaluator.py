@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from cuda_fixtures import HOSTILE, hostile
 from typer.testing import CliRunner
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda_cli import app
 from maxcode.evaluate.result import Status
 from maxcode.tasks.model import Task
+
+from .cuda_fixtures import HOSTILE, hostile
 
 
 @pytest.fixture

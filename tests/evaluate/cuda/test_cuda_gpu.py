@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from cuda_fixtures import HOSTILE, requires_gpu
 from typer.testing import CliRunner
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda_cli import app
 from maxcode.evaluate.result import Status
+
+from .cuda_fixtures import HOSTILE, requires_gpu
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 

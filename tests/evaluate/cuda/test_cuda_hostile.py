@@ -9,10 +9,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from cuda_fixtures import hostile, requires_gpu
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.result import Status
+
+from .cuda_fixtures import hostile, requires_gpu
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
