@@ -9,7 +9,7 @@ from __future__ import annotations
 import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -144,6 +144,7 @@ def build_suite(name: str, cfg: dict, out_dir: Path) -> list[Task]:
 
         tasks = load_pie_records(Path(cfg["records"]), Path(cfg["tests_root"]), name)
         tasks = tasks[: cfg.get("limit") or None]
+    tasks = [replace(t, suite=name) for t in tasks]  # the params' suite name names every record
     write_tasks_jsonl(tasks, out_dir / "tasks.jsonl")
     return tasks
 
@@ -303,15 +304,18 @@ def build_r2g_dataset(
     from maxcode.r2g.dataset import build_dataset, write_dataset
 
     cfg, _ = r2g_configs(r2g)
-    descriptions = None
-    if cfg.with_descriptions:
-        descriptions = {
-            f"{t.suite}/{t.task_id}": t.description
-            for d in suite_dirs
-            for t in read_tasks_jsonl(Path(d) / "tasks.jsonl")
-        }
+    tasks = [t for d in suite_dirs for t in read_tasks_jsonl(Path(d) / "tasks.jsonl")]
+    descriptions = (
+        {f"{t.suite}/{t.task_id}": t.description for t in tasks} if cfg.with_descriptions else None
+    )
     dataset = build_dataset(
-        rollouts, gamma, cfg.test_fraction, cfg.seed, cfg.max_prompt_chars, descriptions
+        rollouts,
+        gamma,
+        cfg.test_fraction,
+        cfg.seed,
+        cfg.max_prompt_chars,
+        descriptions,
+        all_tasks={(t.suite, t.task_id) for t in tasks},  # the split PipelinePlan.held_out uses
     )
     write_dataset(dataset, out_dir)
     return dataset.card()

@@ -168,3 +168,14 @@ def test_descriptions_must_cover_every_task(tmp_path: Path) -> None:
     assert all(e.prompt.startswith(f"### task\n{want[e.task_id]}\n") for e in ds.train + ds.test)
     with pytest.raises(ValueError, match="p001 has no description"):
         build_dataset(paths, 0.9, 0.5, 0, 1024, descriptions={"synthetic-cpp/p000": "sum"})
+
+
+def test_split_over_the_full_task_list_matches_the_pipelines_held_out_set(rollout_paths) -> None:
+    found = {("synthetic-cpp", p.parent.name) for p in rollout_paths}
+    everything = found | {("synthetic-cpp", f"never-ran-{i}") for i in range(5)}
+    ds = build_dataset(rollout_paths, 0.9, 0.3, 0, 1024, all_tasks=everything)
+    held_out = split_tasks(everything, 0.3, 0)
+    assert ds.test and {(e.suite, e.task_id) for e in ds.test} == held_out & found
+    assert not {(e.suite, e.task_id) for e in ds.train} & held_out
+    with pytest.raises(ValueError, match="not in the task list"):
+        build_dataset(rollout_paths, 0.9, 0.3, 0, 1024, all_tasks={("synthetic-cpp", "p000")})
