@@ -36,6 +36,7 @@ def test_llm_generator_and_critic_fill_cost_columns(
                 "base_url": server.anthropic_base_url,
                 "max_tokens": 4096,
                 "thinking_budget": 1024,
+                "temperature": 1.0,  # the Messages API requires it with extended thinking
                 "price_input_per_mtok": 3.0,
                 "price_output_per_mtok": 15.0,
             },
