@@ -44,6 +44,7 @@ def speedup_plot_png(candidates: list[dict]) -> bytes:
     if best_line:
         ax.plot(*zip(*best_line, strict=True), color="#1f4e9c", marker="o", label="best so far")
     ax.axhline(1.0, color="#888", linestyle="--", linewidth=1, label="original")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("search step")
     ax.set_ylabel("speedup (0 = incorrect)")
     ax.legend(fontsize=8)
