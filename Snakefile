@@ -14,6 +14,7 @@ include: "workflow/rules/suites.smk"
 include: "workflow/rules/rollouts.smk"
 include: "workflow/rules/r2g.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/kernelcompare.smk"
 
 
 rule all:
@@ -42,3 +43,8 @@ rule r2g:
 rule reranked:
     input:
         PLAN.all_rollouts("reranked"),
+
+
+rule kernelcompare:
+    input:
+        multiext("results/tables/kernelcompare", ".md", ".csv", ".tex"),

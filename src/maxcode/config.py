@@ -63,6 +63,14 @@ def validate_params(params: object, source: str = "params.yaml") -> None:
         r2g_configs(params["r2g"])
     except R2GConfigError as err:
         raise ConfigError(f"{source}: {err}") from err
+    if "kernelcompare" in params:
+        from maxcode.kernelcompare.params import load_kernelcompare_params
+
+        kc = load_kernelcompare_params(params)
+        if kc.sources.suite not in params["suites"]:
+            raise ConfigError(
+                f"{source}: kernelcompare.sources.suite: {kc.sources.suite!r} is not under `suites:`"
+            )
     methods = resolve_methods(params)
     for group in ("main", "ablation", "rerank"):
         for name in params["tables"].get(group, []):

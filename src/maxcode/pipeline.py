@@ -7,6 +7,8 @@ stage can also be run and tested without Snakemake.
 from __future__ import annotations
 
 import fcntl
+import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -211,8 +213,6 @@ def run_rollout(
     params: dict,
 ) -> dict:
     """One task x method x seed; the declared output appears only when the run is complete."""
-    import os
-
     from maxcode.search.loop import RunContext, run_search
 
     task = load_task(suite_dir, task_id)
@@ -237,9 +237,25 @@ def run_rollout(
     inflight.parent.mkdir(parents=True, exist_ok=True)
     with unit_lock(inflight):
         end = run_search(ctx, inflight)
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(inflight, output)
+        publish(inflight, Path(output))
     return end
+
+
+def publish(records: Path, output: Path) -> None:
+    """Make the finished records the declared output, atomically, and keep them in place.
+
+    If Snakemake dies after this but before it notes the job as done, it deletes the
+    output and reruns the job; the job then finds its records complete and publishes
+    the very same bytes again instead of recomputing them.
+    """
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staged = output.with_name(f".{output.name}.staged")
+    staged.unlink(missing_ok=True)
+    try:
+        os.link(records, staged)
+    except OSError:  # another filesystem: copy instead
+        shutil.copyfile(records, staged)
+    os.replace(staged, output)
 
 
 @contextmanager

@@ -41,6 +41,11 @@ def tiny_params() -> dict:
         bootstrap_samples=200,
     )
     params["evaluation"]["cpp"]["repeats"] = 1
+    fixtures = REPO / "tests" / "kernelcompare" / "fixtures"
+    params["kernelcompare"]["sources"].update(
+        parboil=str(fixtures / "parboil"), rodinia=str(fixtures / "rodinia")
+    )
+    params["kernelcompare"]["split"]["train_fraction"] = 0.5
     return params
 
 

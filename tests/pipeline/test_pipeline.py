@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 def test_every_table_is_written_and_agrees_with_the_records(finished_pipeline: Path):
     w = finished_pipeline
-    for name in ("main", "ablation", "rerank", "budget"):
+    for name in ("main", "ablation", "rerank", "budget", "kernelcompare"):
         for ext in ("md", "csv", "tex"):
             assert (w / "results" / "tables" / f"{name}.{ext}").stat().st_size > 0
     assert (w / "results" / "plots" / "speedup_vs_depth.png").stat().st_size > 1000
@@ -101,6 +101,7 @@ def test_malformed_task_record_is_named(tmp_path: Path):
     params["suites"] = {
         "mine": {"kind": "pie", "records": str(records), "tests_root": str(tmp_path / "tests")}
     }
+    params["kernelcompare"]["sources"]["suite"] = "mine"
     workdir = make_workdir(tmp_path / "w", params)
     proc = snakemake(workdir, "suites")
     assert proc.returncode != 0
@@ -113,6 +114,7 @@ def test_missing_records_file_is_named(tmp_path: Path):
     params["suites"] = {
         "mine": {"kind": "pie", "records": str(tmp_path / "nope.jsonl"), "tests_root": "x"}
     }
+    params["kernelcompare"]["sources"]["suite"] = "mine"
     workdir = make_workdir(tmp_path / "w", params)
     proc = snakemake(workdir)
     assert proc.returncode != 0 and "nope.jsonl" in proc.stderr

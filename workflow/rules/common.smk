@@ -9,11 +9,15 @@ wildcard_constraints:
     suite="[a-z0-9_]+",
     method="[a-z0-9][a-z0-9+_-]*",
     task="[A-Za-z0-9_.-]+",
+    kcstage="base|sft|grpo",
     seed="[0-9]+",
 
 
 def final_outputs():
-    return PLAN.table_outputs()
+    kernelcompare = multiext("results/tables/kernelcompare", ".md", ".csv", ".tex")
+    return PLAN.table_outputs() + (
+        list(kernelcompare) if "kernelcompare" in config else []
+    )
 
 
 def rollout_inputs(wildcards):

@@ -10,7 +10,27 @@ from maxcode.kernelcompare.harness import HarnessConfig
 from maxcode.kernelcompare.models import ModelSpec
 from maxcode.search.config import ConfigError
 
-SECTIONS = ("extract", "harness", "split", "model", "sft", "grpo", "heldout")
+SECTIONS = ("sources", "extract", "harness", "split", "model", "sft", "grpo", "heldout")
+
+
+@dataclass(frozen=True)
+class SourcesConfig:
+    """Where the pipeline's KernelCompare stages read from."""
+
+    parboil: str | None = field(
+        default=None, metadata={"help": "Parboil checkout (benchmarks/<b>/src/cuda_base, src/cuda)"}
+    )
+    rodinia: str | None = field(default=None, metadata={"help": "Rodinia checkout (cuda/<b>/*.cu)"})
+    suite: str = field(
+        default="cpp_builtin",
+        metadata={
+            "help": "suite (under `suites:`) whose tasks GRPO trains on and the table reports"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if not (self.parboil or self.rodinia):
+            raise ConfigError("kernelcompare.sources: give parboil, rodinia or both")
 
 
 @dataclass(frozen=True)
@@ -28,6 +48,7 @@ class HeldoutConfig:
 class KernelCompareParams:
     """Raw trainer sections stay mappings until needed, so extraction never imports TRL."""
 
+    sources: SourcesConfig | None  # only the pipeline's stages need it
     extract: ExtractConfig
     harness: HarnessConfig
     split: SplitConfig
@@ -64,6 +85,11 @@ def load_kernelcompare_params(params: dict | None) -> KernelCompareParams:
         raise ConfigError(f"kernelcompare: unknown section(s) {unknown}; allowed: {list(SECTIONS)}")
     model = block.get("model")
     return KernelCompareParams(
+        sources=(
+            from_mapping(SourcesConfig, block["sources"], "kernelcompare.sources")
+            if block.get("sources")
+            else None
+        ),
         extract=from_mapping(ExtractConfig, block.get("extract"), "kernelcompare.extract"),
         harness=from_mapping(HarnessConfig, block.get("harness"), "kernelcompare.harness"),
         split=from_mapping(SplitConfig, block.get("split"), "kernelcompare.split"),
