@@ -116,9 +116,10 @@ def test_resume_after_kill_repeats_only_the_step_in_flight(task, tmp_path):
     assert end["best_candidate_id"] == full_end["best_candidate_id"]
     # only steps 2 and 3 were evaluated again (2 and 3 executed candidates with code)
     assert evaluator.calls == ["compile_error c", "wrong c", "ok:3.0 d", "ok:2.0 d", "ok:3.0 e"]
-    strip = lambda rs: [
-        {k: v for k, v in r.items() if k not in ("wall_s", "provenance")} for r in rs
-    ]  # noqa: E731
+
+    def strip(rs: list[dict]) -> list[dict]:
+        return [{k: v for k, v in r.items() if k not in ("wall_s", "provenance")} for r in rs]
+
     assert strip(list(read_jsonl(out))) == strip(full_records)
     # a finished run is not run again
     again = ScriptedEvaluator()

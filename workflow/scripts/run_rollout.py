@@ -14,7 +14,9 @@ end = run_rollout(
     inflight=Path(snakemake.params.inflight),
     output=Path(snakemake.output[0]),
     cache_dir=Path(snakemake.params.cache_dir),
-    model_dir=Path(snakemake.input.model) if "model" in snakemake.input.keys() else None,
+    model_dir=Path(snakemake.input.model) if "model" in snakemake.input else None,
     params=snakemake.config,
 )
-print(f"best reward {end['best_reward']:.3f} after {end['evaluations']} evaluations", file=sys.stderr)
+print(
+    f"best reward {end['best_reward']:.3f} after {end['evaluations']} evaluations", file=sys.stderr
+)

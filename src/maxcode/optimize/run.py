@@ -89,9 +89,7 @@ def optimize(opts: OptimizeOptions, console: Console | None = None) -> dict:
     evaluation = {"cpp": {"timing": opts.timing}}
     if kind == "cpp":
         evaluator = build_evaluator("cpp", evaluation, cache, profile=method.profile)
-        task = cpp_task(
-            opts.target, opts.tests, opts.make_tests, opts.out, _program_runner(cache)
-        )
+        task = cpp_task(opts.target, opts.tests, opts.make_tests, opts.out, _program_runner(cache))
         baseline = evaluator.evaluate(task, task.reference_source)
         if baseline.status is not Status.OK:
             raise TargetError(
