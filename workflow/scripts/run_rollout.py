@@ -14,7 +14,8 @@ end = run_rollout(
     inflight=Path(snakemake.params.inflight),
     output=Path(snakemake.output[0]),
     cache_dir=Path(snakemake.params.cache_dir),
-    model_dir=Path(snakemake.input.model) if "model" in snakemake.input else None,
+    # Namedlist answers `in` by value, so ask its keys.
+    model_dir=Path(snakemake.input.model) if "model" in snakemake.input.keys() else None,  # noqa: SIM118
     params=snakemake.config,
 )
 print(
