@@ -336,9 +336,8 @@ def replay_state(records: list[dict], gamma: float) -> SearchState:
             if _improves(attempt, state.best):
                 state.best = attempt
         elif kind == "step_end":
-            prev_best = state.step_rewards
-            step_rewards = [a.reward for a in state.history if a.step == r["step"]]
-            prev_best.append(max(step_rewards, default=0.0))
+            executed = [a.reward for a in state.history if a.step == r["step"]]
+            state.step_rewards.append(max(executed, default=0.0))
             state.usage = Usage.from_dict(r["usage"])
             state.wall_s = r.get("wall_s", 0.0)
     return state
