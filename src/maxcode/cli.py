@@ -99,7 +99,7 @@ def rollout_cmd(
         seed=seed,
         llm=cfg["llm"],
         evaluation=cfg["evaluation"],
-        inflight=out.with_suffix(".inflight.jsonl"),
+        inflight=out.parent / f".{out.name}.inflight",
         output=out,
         cache_dir=Path(".cache"),
         model_dir=model,
