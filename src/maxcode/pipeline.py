@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import yaml
-
 from maxcode.config import r2g_configs, resolve_methods, validate_params
 from maxcode.records import provenance, read_jsonl
 from maxcode.search.config import ConfigError, MethodConfig
@@ -156,14 +154,6 @@ def load_task(suite_dir: Path, task_id: str) -> Task:
         if task.task_id == task_id:
             return task
     raise TaskFormatError(f"{suite_dir}/tasks.jsonl: no task {task_id!r}; rebuild the suite")
-
-
-def load_params_file(path: Path) -> dict:
-    return yaml.safe_load(Path(path).read_text())
-
-
-def rollout_provenance(params: dict) -> dict:
-    return provenance(params)
 
 
 def build_evaluator(language: str, evaluation: dict, cache_dir: Path, profile: bool = False):

@@ -9,6 +9,7 @@ step in flight, whose LLM calls and evaluations the caches then replay.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
 from collections.abc import Callable
@@ -311,8 +312,6 @@ def _same_run(first: dict, ctx: RunContext) -> bool:
 
 
 def _normalized(value: object) -> object:
-    import json
-
     return json.loads(json.dumps(value, sort_keys=True))
 
 
@@ -390,8 +389,6 @@ def _run_start_record(ctx: RunContext) -> dict:
 
 
 def _dumps(record: dict) -> str:
-    import json
-
     return json.dumps(record, sort_keys=True) + "\n"
 
 
