@@ -269,3 +269,30 @@ def test_garbage_feedback_never_crashes(result, language):
     missing_tests = task_of("int main() {", language, tests_dir=Path("/nonexistent/tests"))
     for source in ["", "\x00\xff{{{ garbage", "int main() { for (;;) for (;;) ; }"]:
         assert first_line(missing_tests, source, result)
+
+
+def test_cuda_kernel_profile_names_hot_kernels_and_launch_count():
+    profile = {
+        "tool": "torch.profiler",
+        "total_us": 42.0,
+        "kernels_per_call": 3,
+        "reference_total_us": 30.5,
+        "functions": [
+            {"function": "add_kernel(float*, int)", "share_pct": 70.0, "time_us": 29.4},
+            {"function": "relu_kernel(float*, int)", "share_pct": 30.0, "time_us": 12.6},
+        ],
+    }
+    text = CRITIC.critique(task_of("class Model: ...", "cuda"), "k", ok(1.2, profile=profile)).text
+    assert "3 kernel launches and 42.0 us" in text
+    assert "add_kernel(float*, int) 70%" in text and "30.5 us" in text
+    assert "fuse the 3 launches" in text and "(add_kernel(float*, int))" in text
+
+
+def test_single_kernel_profile_does_not_suggest_fusing_launches():
+    profile = {
+        "total_us": 5.0,
+        "kernels_per_call": 1,
+        "functions": [{"function": "k", "share_pct": 100.0}],
+    }
+    text = CRITIC.critique(task_of("class Model: ...", "cuda"), "k", ok(1.2, profile=profile)).text
+    assert "top kernels: k 100%" in text and "fuse the" not in text

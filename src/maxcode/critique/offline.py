@@ -416,7 +416,7 @@ def _io_bytes_per_test(task: Task) -> float | None:
 
 
 def _hotspots(profile: dict | None) -> list[tuple[str, float]]:
-    """(function, share %) from the evaluator's callgrind profile, largest first."""
+    """(function, share %) from the evaluator's profile (callgrind or torch profiler), largest first."""
     if not isinstance(profile, dict) or not isinstance(profile.get("functions"), list):
         return []
     out = []
@@ -469,6 +469,34 @@ def _noisy(result: EvalResult) -> bool:
 
 # ---------------------------------------------------------------- CUDA performance
 def _cuda_performance(result: EvalResult) -> tuple[str, list[str]]:
+    head, body = _cuda_roofline(result)
+    return head, body + _kernel_hotspots(result.profile)
+
+
+def _kernel_hotspots(profile: dict | None) -> list[str]:
+    """Where the candidate's GPU time goes, next to the reference's (torch profiler)."""
+    hotspots = _hotspots(profile)
+    if not hotspots or profile is None:
+        return []
+    top = ", ".join(f"{name} {share:.0f}%" for name, share in hotspots[:3])
+    launches, total = _positive(profile.get("kernels_per_call")), _positive(profile.get("total_us"))
+    reference = _positive(profile.get("reference_total_us"))
+    line = "Profile:"
+    if launches is not None and total is not None:
+        line += f" {launches:g} kernel launches and {total:.1f} us of GPU time per call;"
+    line += f" top kernels: {top}."
+    if reference is not None:
+        line += f" The reference's kernels take {reference:.1f} us per call."
+    lines = [line]
+    if launches is not None and launches > 1.5:
+        lines.append(
+            f"Suggest: fuse the {launches:g} launches per call into fewer kernels, "
+            f"starting from the top one ({hotspots[0][0]})."
+        )
+    return lines
+
+
+def _cuda_roofline(result: EvalResult) -> tuple[str, list[str]]:
     speed = _speed_phrase(result)
     figures = result.figures if isinstance(result.figures, dict) else {}
     bw, bw_peak = (

@@ -40,12 +40,16 @@ def cuda(
     as_json: Annotated[
         bool, typer.Option("--json", help="print the full result as one JSON object")
     ] = False,
+    profile: Annotated[
+        bool,
+        typer.Option("--profile", help="add per-kernel GPU times of candidate and reference"),
+    ] = False,
 ) -> None:
     """Compile, check and time a ModelNew candidate against --task on the local GPU.
 
     Exit status is non-zero only when the evaluator itself cannot run (bad task file, no GPU).
     """
-    config = CudaEvalConfig(correctness_trials=trials, timing_trials=timing_trials)
+    config = CudaEvalConfig(correctness_trials=trials, timing_trials=timing_trials, profile=profile)
     with CudaEvaluator(config, cache_dir) as evaluator:
         result = evaluator.evaluate(task_from_file(task), candidate.read_text())
     record = summary_record(result.to_dict())

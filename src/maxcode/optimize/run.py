@@ -99,12 +99,18 @@ def optimize(opts: OptimizeOptions, console: Console | None = None) -> dict:
     else:
         task = cuda_task(opts.target)
         _require_gpu()
-        evaluator = build_evaluator("cuda", evaluation, cache)
+        evaluator = build_evaluator("cuda", evaluation, cache, profile=method.profile)
     policy = build_policy(role, task.language, cache)
     console.print(
         f"policy: {policy.name}"
         + (
-            " (offline: no LLM configured; source transformations, not an LLM)"
+            " (offline: no LLM configured; "
+            + (
+                "C++ source transformations"
+                if kind == "cpp"
+                else "CUDA kernel templates and tuning"
+            )
+            + ", not an LLM)"
             if policy.offline
             else ""
         )

@@ -110,3 +110,22 @@ def test_cli_prints_one_json_object(builtin_tasks, cache_dir, tmp_path):
     assert record["status"] == "ok" and record["correct"] is True
     assert len(record["correctness_trials"]) == 2 and record["speedup_vs_eager"] > 0
     assert record["runtime_ms"]["candidate"]["median"] > 0
+
+
+def test_profile_lists_the_candidates_kernels_and_the_references(builtin_tasks, cache_dir):
+    """Effi-Learner's CUDA feedback: per-kernel GPU time of candidate and reference."""
+    from cuda_candidates import candidate_source
+
+    task = builtin_tasks["6_LayerNorm.py"]
+    config = CudaEvalConfig(
+        correctness_trials=1, timing_trials=5, time_compiled_reference=False, profile=True
+    )
+    with CudaEvaluator(config, cache_dir) as ev:
+        result = ev.evaluate(task, candidate_source("6_LayerNorm.py", "fast"))
+    assert result.status is Status.OK, result.reason
+    profile = result.profile
+    assert profile["tool"] == "torch.profiler" and profile["total_us"] > 0
+    assert profile["kernels_per_call"] >= 1 and profile["reference_total_us"] > 0
+    names = [row["function"] for row in profile["functions"]]
+    assert any("layernorm" in n.lower() or "layer_norm" in n.lower() for n in names), names
+    assert abs(sum(r["share_pct"] for r in profile["functions"]) - 100.0) < 1.0

@@ -68,6 +68,15 @@ class CudaEvalConfig:
             "help": "compile .cu sources against torch/types.h instead of torch/extension.h; falls back on error"
         },
     )
+    profile: bool = field(
+        default=False,
+        metadata={
+            "help": "add a per-kernel GPU-time profile of the candidate and the reference from the torch profiler (Effi-Learner)"
+        },
+    )
+    profile_calls: int = field(
+        default=3, metadata={"help": "forward calls recorded by the profiler; times are per call"}
+    )
     # sandbox
     compile_timeout_s: float = field(
         default=600.0, metadata={"help": "wall-clock limit of one candidate's build"}
@@ -104,7 +113,7 @@ class CudaEvalConfig:
     def __post_init__(self) -> None:
         from maxcode.evaluate.cuda.checks import CHECKS
 
-        for name in ("correctness_trials", "timing_trials"):
+        for name in ("correctness_trials", "timing_trials", "profile_calls"):
             if getattr(self, name) < 1:
                 raise ValueError(f"CudaEvalConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.warmup < 0 or self.compile_workers < 0:

@@ -372,6 +372,7 @@ class CudaEvaluator:
             timing=timing if status is Status.OK else None,
             compile_log=failed["log"] if failed else "",
             figures=figures,
+            profile=reply.get("profile") if status is Status.OK else None,
             evaluator=self.name,
         )
 

@@ -149,6 +149,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "tests": run.tests,
         "timing": run.timing,
         "figures": run.figures,
+        "profile": run.profile,
         "builds": [b.to_dict() for b in run.builds],
     }
 
@@ -160,6 +161,7 @@ class _Run:
         self.task_meta = job.get("task_metadata", {})
         self.tests: list[dict[str, Any]] = []
         self.timing: dict[str, Any] | None = None
+        self.profile: dict[str, Any] | None = None
         self.figures: dict[str, Any] = {"warnings": [], "stage_seconds": {}}
         self.builds: list[BuildOutcome] = []
         self.job_dir = Path(job["job_dir"])
@@ -201,6 +203,10 @@ class _Run:
             t0 = time.monotonic()
             self.time_all()
             self.stage("timing", t0)
+            if self.cfg.profile:
+                t0 = time.monotonic()
+                self.profile_kernels()
+                self.stage("profile", t0)
 
     def load(self) -> None:
         ref_path = self.job_dir / "reference.py"
@@ -542,6 +548,38 @@ class _Run:
                 f"speedup {speedup:.1f}x over eager exceeds {self.cfg.excessive_speedup:g}x; review before trusting it",
             )
 
+    # -- profile (Effi-Learner) -----------------------------------------------------------
+    def profile_kernels(self) -> None:
+        """Per-kernel GPU time of the candidate's and the reference's forward (torch profiler)."""
+        from torch.profiler import ProfilerActivity, profile
+
+        inputs = self.sample_inputs
+        calls = self.cfg.profile_calls
+        traces = {}
+        for label, module in (("candidate", self.model_new), ("reference", self.model)):
+            trace = self.job_dir / f"profile-{label}.json"
+            try:
+                _synchronize()
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    for _ in range(calls):
+                        module(*inputs)
+                    _synchronize()
+                prof.export_chrome_trace(str(trace))
+                traces[label] = json.loads(trace.read_text()).get("traceEvents", [])
+            except Exception as err:
+                self.figures["warnings"].append(f"kernel profile unavailable: {_describe(err)}")
+                return
+        candidate = kernel_profile(traces["candidate"], calls)
+        reference = kernel_profile(traces["reference"], calls)
+        self.profile = {
+            "tool": "torch.profiler",
+            "unit": "us per forward call",
+            "calls": calls,
+            **candidate,
+            "reference_total_us": reference["total_us"],
+            "reference_functions": reference["functions"],
+        }
+
 
 def time_interleaved(
     variants: dict[str, Any],
@@ -581,6 +619,39 @@ def time_interleaved(
             _synchronize()
             times[name].append(start.elapsed_time(end))
     return times
+
+
+PROFILE_TOP_KERNELS = 8
+
+
+def kernel_profile(events: list[dict[str, Any]], calls: int) -> dict[str, Any]:
+    """Aggregate a chrome trace's GPU kernels by name: time and launches per forward call.
+
+    Rows use the C++ profile's keys (``function``, ``share_pct``) so that critics and
+    prompts read both the same way; memcpy/memset count as their own rows.
+    """
+    per_name: dict[str, list[float]] = {}
+    for event in events:
+        if event.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        row = per_name.setdefault(str(event.get("name", "?")), [0.0, 0])
+        row[0] += float(event.get("dur", 0.0))
+        row[1] += 1
+    total = sum(t for t, _ in per_name.values())
+    rows = sorted(per_name.items(), key=lambda item: -item[1][0])[:PROFILE_TOP_KERNELS]
+    return {
+        "total_us": round(total / calls, 3),
+        "kernels_per_call": round(sum(n for _, n in per_name.values()) / calls, 2),
+        "functions": [
+            {
+                "function": name,
+                "time_us": round(t / calls, 3),
+                "launches": round(n / calls, 2),
+                "share_pct": round(100.0 * t / total, 1) if total else 0.0,
+            }
+            for name, (t, n) in rows
+        ],
+    }
 
 
 def summarize(ms: list[float]) -> dict[str, float]:
