@@ -137,9 +137,11 @@ def section_compile(arch: str, work: Path) -> dict:
     return rows
 
 
-def section_throughput(work: Path, sample: int, gpus: list[int] | None) -> dict:
+def section_throughput(
+    work: Path, sample: int, gpus: list[int] | None, files: list[str] | None
+) -> dict:
     print("\n== throughput: generated candidates, cold then warm build cache ==")
-    items = benchmark_set()
+    items = benchmark_set(files)
     labels = [f"{t.metadata['file_name']}:{v}" for t, v, _ in items]
     cfg = CudaEvalConfig()
     cache = work / "throughput-cache"
@@ -283,6 +285,9 @@ def main() -> None:
     parser.add_argument(
         "--timing-dir", type=Path, help="KernelBench's published timings (results/timing/)"
     )
+    parser.add_argument(
+        "--tasks", nargs="+", default=None, help="built-in task files (default: all templated)"
+    )
     parser.add_argument("--hardware", default="H100_Modal")
     parser.add_argument("--problems", nargs="*", default=[])
     args = parser.parse_args()
@@ -297,7 +302,7 @@ def main() -> None:
         if section == "compile":
             out["compile"] = section_compile(arch, work / "compile")
         elif section == "throughput":
-            out["throughput"] = section_throughput(work, args.sample, None)
+            out["throughput"] = section_throughput(work, args.sample, None, args.tasks)
         elif section == "baselines":
             out["baselines"] = section_baselines(
                 args.kernelbench_dir, args.timing_dir, args.hardware, args.problems

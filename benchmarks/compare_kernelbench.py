@@ -60,18 +60,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kb-src", type=Path, required=True)
     parser.add_argument("--variants", nargs="+", default=["fast", "slow", "wrong", "compile_error"])
+    parser.add_argument(
+        "--tasks", nargs="+", default=None, help="built-in task files (default: all templated)"
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/kb-compare"))
+    parser.add_argument(
+        "--ours-cache",
+        type=Path,
+        default=None,
+        help="our build cache (default: cold, under --work)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    items = [(t, v, s) for t, v, s in benchmark_set() if v in args.variants]
+    items = [(t, v, s) for t, v, s in benchmark_set(args.tasks) if v in args.variants]
     labels = [f"{t.metadata['file_name']}:{v}" for t, v, _ in items]
     print(f"{len(items)} candidates")
 
     t = time.monotonic()
-    with CudaEvaluator(CudaEvalConfig(), args.work / "ours") as ev:
+    with CudaEvaluator(CudaEvalConfig(), args.ours_cache or args.work / "ours") as ev:
         ours = ev.evaluate_items([(task, src) for task, _, src in items])
     t_ours = time.monotonic() - t
-    print(f"ours: {t_ours:.1f} s total (cold build cache, compile + evaluate)")
+    cache_state = "given build cache" if args.ours_cache else "cold build cache"
+    print(f"ours: {t_ours:.1f} s total ({cache_state}, compile + evaluate)")
 
     kbe = _import_kernelbench(args.kb_src)
     import torch

@@ -391,7 +391,10 @@ TEMPLATED = (
 )
 
 
-def benchmark_set() -> list[tuple[Task, str, str]]:
-    """(task, variant, source) for every templated built-in task and variant."""
+def benchmark_set(files: list[str] | None = None) -> list[tuple[Task, str, str]]:
+    """(task, variant, source) for every variant of the templated built-in tasks (or ``files``)."""
+    unknown = sorted(set(files or ()) - set(TEMPLATED))
+    if unknown:
+        raise ValueError(f"no templated candidates for {unknown}; choose from {list(TEMPLATED)}")
     tasks = {t.metadata["file_name"]: t for t in load_builtin_cuda()}
-    return [(tasks[f], v, candidate_source(f, v)) for f in TEMPLATED for v in VARIANTS]
+    return [(tasks[f], v, candidate_source(f, v)) for f in files or TEMPLATED for v in VARIANTS]

@@ -59,21 +59,13 @@ class ModelSpec:
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int):
-    """Byte-level BPE over the given texts, wrapped as a transformers fast tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    """Byte-level BPE over the corpus, with the chat template the prompts use."""
+    from maxcode.bpe import train_byte_bpe
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(list(texts), trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
+    fast = train_byte_bpe(
+        texts,
+        vocab_size,
+        SPECIAL_TOKENS,
         eos_token="<|im_end|>",
         bos_token="<|endoftext|>",
         pad_token="<|pad|>",

@@ -43,20 +43,9 @@ def parse_value(text: str) -> float | None:
 
 def build_tokenizer(texts: list[str], vocab_size: int):
     """Byte-level BPE trained on ``texts``: any byte sequence encodes, decoding is exact."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from maxcode.bpe import train_byte_bpe
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=[PAD, EOS],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(texts, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS)
+    return train_byte_bpe(texts, vocab_size, [PAD, EOS], pad_token=PAD, eos_token=EOS)
 
 
 def build_tiny_model(config: GenerativeR2GConfig, vocab_size: int, max_positions: int):
