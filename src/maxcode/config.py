@@ -71,6 +71,20 @@ def validate_params(params: object, source: str = "params.yaml") -> None:
             raise ConfigError(
                 f"{source}: kernelcompare.sources.suite: {kc.sources.suite!r} is not under `suites:`"
             )
+    if "cuda" in params["evaluation"]:
+        from maxcode.evaluate.cuda.config import CudaEvalConfig
+
+        try:
+            CudaEvalConfig.from_dict(params["evaluation"]["cuda"], "evaluation.cuda")
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"{source}: {err}") from err
+    if params["tables"].get("reference"):
+        from maxcode.report.reference import check_suite_benchmarks, load_reference
+
+        try:
+            check_suite_benchmarks(load_reference(params["tables"]["reference"]), params["suites"])
+        except ConfigError as err:
+            raise ConfigError(f"{source}: {err}") from err
     methods = resolve_methods(params)
     for group in ("main", "ablation", "rerank"):
         for name in params["tables"].get(group, []):

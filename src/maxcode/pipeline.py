@@ -22,6 +22,7 @@ from maxcode.tasks.model import Task, TaskFormatError, read_tasks_jsonl, write_t
 BUILTIN_CPP_DIR = Path(__file__).parent / "tasks" / "builtin_cpp"
 TABLE_NAMES = ("main", "ablation", "rerank", "budget")
 PLOTS = ("speedup_vs_depth",)
+TABLE_FORMATS = ("md", "csv", "tex", "html")  # html: the view in `snakemake --report`
 
 
 @dataclass
@@ -86,10 +87,14 @@ class PipelinePlan:
         return [p for m in self.params["r2g"]["train_methods"] for p in self.rollouts(m)]
 
     def table_outputs(self) -> list[str]:
-        out = [f"results/tables/{n}.{ext}" for n in TABLE_NAMES for ext in ("md", "csv", "tex")]
+        out = [f"results/tables/{n}.{ext}" for n in TABLE_NAMES for ext in TABLE_FORMATS]
         out += [f"results/plots/{p}.png" for p in PLOTS]
         out += ["results/metrics.json", "results/plots/speedup_vs_depth.csv"]
-        return out
+        return [*out, "results/provenance.json"]
+
+    def gpus(self, suite: str) -> int:
+        """GPUs one rollout of ``suite`` holds: CUDA suites time kernels on one GPU each."""
+        return 1 if self.params["suites"][suite]["kind"] in CUDA_SUITE_KINDS else 0
 
     def inflight_path(self, wildcards) -> str:
         """Where a rollout grows until it is complete; the declared output appears only then."""
@@ -121,14 +126,40 @@ def suite_task_ids(name: str, cfg: dict) -> list[str]:
             if rec["problem_id"] not in ids:
                 ids.append(rec["problem_id"])
         return ids[: cfg.get("limit") or None]
+    if cfg["kind"] in CUDA_SUITE_KINDS:
+        return [t.task_id for t in cuda_suite_tasks(name, cfg)]
     raise ConfigError(f"suites.{name}.kind: {cfg['kind']!r} is not a known suite kind")
+
+
+CUDA_SUITE_KINDS = ("builtin_cuda", "kernelbench")
+
+
+def cuda_suite_tasks(name: str, cfg: dict) -> list[Task]:
+    """KernelBench-format tasks: the built-in suite, or ``root`` of a user's KernelBench checkout.
+
+    Loading only parses the problem files, so this is cheap enough to run at plan time.
+    """
+    from maxcode.tasks.builtin_cuda import BUILTIN_CUDA_DIR
+    from maxcode.tasks.kernelbench import load_kernelbench_dir
+
+    if cfg["kind"] == "builtin_cuda":
+        root = BUILTIN_CUDA_DIR
+    else:
+        root = Path(cfg["root"])
+        if not (root / "level1").is_dir() and not (root / "level2").is_dir():
+            raise ConfigError(
+                f"suites.{name}.root: {root} has no level1/ or level2/ folder; set it to the "
+                "KernelBench/ folder of your KernelBench checkout"
+            )
+    tasks = load_kernelbench_dir(root, levels=cfg.get("levels") or None, suite=name)
+    return tasks[: cfg.get("limit") or None]
 
 
 # ---- stages -------------------------------------------------------------------------
 
 
 def build_suite(name: str, cfg: dict, out_dir: Path) -> list[Task]:
-    """Write ``out_dir/tasks.jsonl`` (normalized tasks) beside the suite's PIE-layout tests."""
+    """Write ``out_dir/tasks.jsonl`` (normalized tasks), beside PIE-layout tests for C++ suites."""
     out_dir = Path(out_dir)
     if cfg["kind"] == "builtin_cpp":
         from maxcode.tasks.builtin import materialize_builtin_cpp
@@ -139,6 +170,8 @@ def build_suite(name: str, cfg: dict, out_dir: Path) -> list[Task]:
             seed=cfg.get("seed", 0),
             problems=cfg.get("problems") or None,
         )
+    elif cfg["kind"] in CUDA_SUITE_KINDS:
+        tasks = cuda_suite_tasks(name, cfg)
     else:
         from maxcode.tasks.pie import load_pie_records
 
@@ -170,7 +203,9 @@ def build_evaluator(language: str, evaluation: dict, cache_dir: Path, profile: b
         from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 
         inner = CudaEvaluator(
-            CudaEvalConfig.from_dict(evaluation.get("cuda", {}), "evaluation.cuda"),
+            CudaEvalConfig.from_dict(
+                {**evaluation.get("cuda", {}), "profile": profile}, "evaluation.cuda"
+            ),
             cache_dir / "cuda",
         )
     return CachedEvaluator(inner, EvalCache(cache_dir / "evaluations.sqlite"))
@@ -272,17 +307,29 @@ def make_tables(
     preset: str,
     llm: dict,
     outputs: list[str],
+    methods: dict[str, dict] | None = None,
+    suites: dict[str, dict] | None = None,
+    reference: Path | None = None,
+    params: dict | None = None,
 ) -> None:
+    """Every table from the records; ``methods`` give the budgets, ``reference`` the papers'
+    numbers; ``results/provenance.json`` says what produced them (for the HTML report)."""
     import json
 
+    from maxcode.records import atomic_write_json
+    from maxcode.report.reference import load_reference
     from maxcode.report.runs import read_runs
     from maxcode.report.tables import write_all
 
     runs = read_runs([Path(p) for p in rollouts])
+    book = load_reference(reference) if reference else None  # checked with the params
     context = {
         "preset": preset,
         "generator": _role_label(llm["generator"]),
         "critic": _role_label(llm["critic"]),
+        "budgets": {name: _budget_label(m) for name, m in (methods or {}).items()},
+        "benchmarks": {name: cfg.get("paper_benchmark") for name, cfg in (suites or {}).items()},
+        "reference": book,
     }
     metrics = next(Path(p) for p in outputs if p.endswith("metrics.json"))
     write_all(
@@ -295,12 +342,38 @@ def make_tables(
         next(Path(p) for p in outputs if p.endswith(".png")).parent,
         metrics,
     )
+    hardware = list({json.dumps(r.hardware, sort_keys=True): r.hardware for r in runs}.values())
+    atomic_write_json(
+        next(Path(p) for p in outputs if p.endswith("provenance.json")),
+        provenance(
+            params,
+            preset=preset,
+            generator=context["generator"],
+            critic=context["critic"],
+            evaluators=sorted({r.evaluator for r in runs}),
+            rollouts=len(runs),
+            rollout_hardware=hardware,
+            reference=str(reference) if reference else None,
+        ),
+    )
 
 
 def _role_label(role: dict) -> str:
     if role["backend"] == "offline":
         return "offline (non-LLM)"
-    return f"{role['backend']}:{role.get('model', '?')}"
+    label = f"{role['backend']}:{role.get('model', '?')}"
+    return label + (f" (thinking {role['thinking_budget']})" if role.get("thinking_budget") else "")
+
+
+def _budget_label(method: dict) -> str:
+    """``depth x executed per step = evaluations``, plus any hard limit that is set."""
+    executed = method.get("execute_top_m") or method["k"]
+    label = f"{method['depth']} x {executed}"
+    if executed != method["k"]:
+        label += f" of {method['k']}"
+    label += f" = {method['depth'] * executed} evals"
+    limits = {k: v for k, v in (method.get("budget") or {}).items() if v is not None}
+    return label + "".join(f", {k} {v}" for k, v in limits.items())
 
 
 def build_r2g_dataset(

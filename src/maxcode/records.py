@@ -6,6 +6,7 @@ JSONL file loses at most its last partial line, which readers skip.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -117,13 +118,36 @@ def hardware_fingerprint() -> dict:
                 break
     except OSError:
         pass
-    return {
+    fingerprint = {
         "cpu": cpu,
         "cores": os.cpu_count(),
         "machine": platform.machine(),
         "system": platform.system(),
         "python": platform.python_version(),
     }
+    gpus = _gpu_names()
+    if gpus:
+        fingerprint["gpus"] = gpus
+    return fingerprint
+
+
+@functools.cache
+def _gpu_names() -> tuple[str, ...]:
+    """NVIDIA GPUs by name (from nvidia-smi); empty on machines without one."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return (
+        tuple(line.strip() for line in out.stdout.splitlines() if line.strip())
+        if out.returncode == 0
+        else ()
+    )
 
 
 def provenance(params: dict | None = None, **extra: object) -> dict:

@@ -54,6 +54,8 @@ def make_workdir(path: Path, params: dict) -> Path:
     shutil.copy(REPO / "Snakefile", path / "Snakefile")
     shutil.copytree(REPO / "workflow", path / "workflow")
     shutil.copytree(REPO / "envs", path / "envs")
+    (path / "data").mkdir(exist_ok=True)
+    shutil.copy(REPO / "data" / "paper_reference.yaml", path / "data" / "paper_reference.yaml")
     (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return path
 

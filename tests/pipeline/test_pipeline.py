@@ -90,7 +90,7 @@ def test_bad_param_stops_before_any_job(tmp_path: Path):
     proc = snakemake(workdir)
     assert proc.returncode != 0
     assert "search" in proc.stderr and "'depht' was unexpected" in proc.stderr
-    assert not (workdir / "data").exists() and not (workdir / "results").exists()
+    assert not (workdir / "data" / "suites").exists() and not (workdir / "results").exists()
 
 
 def test_malformed_task_record_is_named(tmp_path: Path):

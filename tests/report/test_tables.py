@@ -40,6 +40,7 @@ def rollouts(tmp_path):
                     ),
                     evaluator=ScriptedEvaluator(),
                     critic=EchoCritic(),
+                    provenance={"hardware": {"cpu": "TestCPU", "cores": 3, "gpus": ["H100"]}},
                 )
                 path = tmp_path / "r" / method / task_id / f"seed{seed}.jsonl"
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +63,7 @@ def test_tables_agree_with_the_records(rollouts, tmp_path):
         tables,
         ranking,
         {"counts": {"train": 3}},
-        {"preset": "offline"},
+        {"preset": "offline", "budgets": {"slow-method": "2 x 1 = 2 evals"}},
         tmp_path / "t",
         tmp_path / "p",
         tmp_path / "metrics.json",
@@ -84,6 +85,13 @@ def test_tables_agree_with_the_records(rollouts, tmp_path):
     assert rows["fast-method"]["evals/run"] == "2.0"
     md = (tmp_path / "t" / "main.md").read_text()
     assert "rules (offline)" in md and "preset: offline" in md
+    assert "budget per run (params): slow-method: 2 x 1 = 2 evals" in md
+    assert "hardware: TestCPU (3 cores); GPU H100" in md
+    # CSV: one plain table; the run context rides in constant trailing columns
+    assert rows["fast-method"]["preset"] == "offline"
+    assert rows["fast-method"]["seeds"] == "[0, 1]"
+    page = (tmp_path / "t" / "main.html").read_text()
+    assert page.count("<tr>") == 3 and "preset: offline" in page and "<script" not in page
     assert (tmp_path / "t" / "main.tex").read_text().count("\\\\") == 3  # header + 2 rows
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["main"]["fast-method/s"]["mean_best_speedup"] == pytest.approx(1.7)

@@ -1,4 +1,6 @@
 # Validate params before any job runs, then derive the job lists from them.
+from pathlib import Path
+
 from maxcode.pipeline import PipelinePlan
 
 PLAN = PipelinePlan.from_config(config)
@@ -25,4 +27,54 @@ def rollout_inputs(wildcards):
     inputs = {"suite": f"data/suites/{wildcards.suite}"}
     if PLAN.methods[wildcards.method].rerank == "model":
         inputs["model"] = "models/r2g"
+    return inputs
+
+
+# Each table, plot and provenance file is flagged for `snakemake --report report.html`,
+# with a caption from workflow/report/.
+TABLE_CATEGORIES = {
+    "main": "Main results",
+    "ablation": "Ablation",
+    "rerank": "Reward-to-go reranking",
+    "budget": "Budgets",
+    "kernelcompare": "KernelCompare training",
+}
+
+
+def reported(path):
+    """A table, plot or provenance file, flagged for the report under its category."""
+    stem, ext = Path(path).stem, Path(path).suffix[1:]
+    if path.startswith("results/tables/"):
+        return report(
+            path,
+            caption=f"../report/table_{stem}.rst",
+            category="Tables",
+            subcategory=TABLE_CATEGORIES[stem],
+            labels={"table": stem, "format": ext},
+        )
+    if path.startswith("results/plots/"):
+        return report(
+            path,
+            caption="../report/speedup_vs_depth.rst",
+            category="Plots",
+            subcategory="Speedup vs depth" + (" (data)" if ext == "csv" else ""),
+            labels={"plot": stem, "format": ext},
+        )
+    return report(
+        path,
+        caption=f"../report/{stem}.rst",
+        category="Provenance",
+        labels={"file": Path(path).name},
+    )
+
+
+def tables_inputs(wildcards):
+    """Rollouts, the reward-to-go results, and the papers' numbers when a file is set."""
+    inputs = {
+        "rollouts": PLAN.all_rollouts(),
+        "ranking": "results/r2g/ranking.json",
+        "card": "data/r2g/card.json",
+    }
+    if config["tables"].get("reference"):
+        inputs["reference"] = config["tables"]["reference"]
     return inputs

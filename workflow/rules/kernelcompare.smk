@@ -19,6 +19,7 @@ rule kernelcompare_pairs:
     conda:
         "../../envs/train.yaml"
     params:
+        file=PARAMS_FILE,
         trees=" ".join(
             f"--{suite} {KC[suite]}"
             for suite in ("parboil", "rodinia")
@@ -26,7 +27,7 @@ rule kernelcompare_pairs:
         ),
     shell:
         "maxcode kernelcompare extract {params.trees} --out {output.pairs} "
-        "--params params.yaml > {log} 2>&1"
+        "--params {params.file} > {log} 2>&1"
 
 
 rule kernelcompare_split:
@@ -39,9 +40,11 @@ rule kernelcompare_split:
         "logs/kernelcompare/split.log",
     conda:
         "../../envs/train.yaml"
+    params:
+        file=PARAMS_FILE,
     shell:
         "maxcode kernelcompare split --tasks {input}/tasks.jsonl --out {output} "
-        "--params params.yaml > {log} 2>&1"
+        "--params {params.file} > {log} 2>&1"
 
 
 rule kernelcompare_sft:
@@ -54,8 +57,10 @@ rule kernelcompare_sft:
         "logs/kernelcompare/sft.log",
     conda:
         "../../envs/train.yaml"
+    params:
+        file=PARAMS_FILE,
     shell:
-        "maxcode kernelcompare sft --pairs {input} --out {output} --params params.yaml > {log} 2>&1"
+        "maxcode kernelcompare sft --pairs {input} --out {output} --params {params.file} > {log} 2>&1"
 
 
 rule kernelcompare_grpo:
@@ -70,9 +75,11 @@ rule kernelcompare_grpo:
         "logs/kernelcompare/grpo.log",
     conda:
         "../../envs/train.yaml"
+    params:
+        file=PARAMS_FILE,
     shell:
         "maxcode kernelcompare grpo --tasks {input.tasks}/tasks.jsonl --split {input.split} "
-        "--out {output} --init-adapter {input.sft} --cache-dir .cache --params params.yaml "
+        "--out {output} --init-adapter {input.sft} --cache-dir .cache --params {params.file} "
         "> {log} 2>&1"
 
 
@@ -93,6 +100,7 @@ rule kernelcompare_heldout:
     conda:
         "../../envs/train.yaml"
     params:
+        file=PARAMS_FILE,
         row=lambda w: KC_ROWS[w.kcstage],
         adapter=lambda w, input: (
             f"--adapter {input.adapter}" if "adapter" in input.keys() else ""
@@ -100,7 +108,7 @@ rule kernelcompare_heldout:
     shell:
         "maxcode kernelcompare heldout --stage '{params.row}' --tasks {input.tasks}/tasks.jsonl "
         "--split {input.split} --out {output} {params.adapter} --cache-dir .cache "
-        "--params params.yaml > {log} 2>&1"
+        "--params {params.file} > {log} 2>&1"
 
 
 rule kernelcompare_table:
@@ -108,14 +116,19 @@ rule kernelcompare_table:
     input:
         expand("results/kernelcompare/heldout_{kcstage}.jsonl", kcstage=KC_STAGES),
     output:
-        multiext("results/tables/kernelcompare", ".md", ".csv", ".tex"),
+        [
+            reported(p)
+            for p in multiext("results/tables/kernelcompare", ".md", ".csv", ".tex")
+        ],
     log:
         "logs/kernelcompare/table.log",
     conda:
         "../../envs/train.yaml"
     params:
+        file=PARAMS_FILE,
         stages=lambda w, input: " ".join(
             f"--stage '{KC_ROWS[s]}={path}'" for s, path in zip(KC_STAGES, input)
         ),
     shell:
-        "maxcode kernelcompare table {params.stages} --out results/tables/kernelcompare > {log} 2>&1"
+        "maxcode kernelcompare table {params.stages} --out results/tables/kernelcompare "
+        "--params {params.file} > {log} 2>&1"

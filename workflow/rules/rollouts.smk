@@ -9,6 +9,8 @@ rule rollout:
     conda:
         "../../envs/cpu-eval.yaml"
     threads: 1
+    resources:
+        gpu=lambda wildcards: PLAN.gpus(wildcards.suite),
     params:
         method=lambda wildcards: PLAN.methods[wildcards.method].to_dict(),
         llm=config["llm"],

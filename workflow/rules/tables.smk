@@ -1,11 +1,9 @@
 rule tables:
     """Every table, plot and DVC metric, rebuilt from the rollout records alone."""
     input:
-        rollouts=PLAN.all_rollouts(),
-        ranking="results/r2g/ranking.json",
-        card="data/r2g/card.json",
+        unpack(tables_inputs),
     output:
-        PLAN.table_outputs(),
+        [reported(p) for p in PLAN.table_outputs()],
     log:
         "logs/tables.log",
     conda:
@@ -14,6 +12,7 @@ rule tables:
         tables=config["tables"],
         preset=config["preset"],
         llm=config["llm"],
+        suites=config["suites"],
         methods=lambda wildcards: {n: m.to_dict() for n, m in PLAN.methods.items()},
     script:
         "../scripts/make_tables.py"

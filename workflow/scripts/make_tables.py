@@ -11,4 +11,8 @@ make_tables(
     snakemake.params.preset,
     snakemake.params.llm,
     list(snakemake.output),
+    methods=snakemake.params.methods,
+    suites=snakemake.params.suites,
+    reference=snakemake.input.get("reference"),
+    params=snakemake.config,
 )

@@ -208,9 +208,14 @@ def heldout(
 def table(
     stage: Annotated[list[str], typer.Option(help="STAGE=results.jsonl, in row order")],
     out: Annotated[Path, typer.Option(help="output prefix; writes .md, .csv and .tex")],
+    params: Annotated[
+        Path | None,
+        typer.Option(help="parameter file: adds the header block and the report's numbers"),
+    ] = None,
 ) -> None:
     """The report's table (correctness, speedups) from measured held-out results."""
     from maxcode.kernelcompare.table import load_rows, to_markdown, write_tables
+    from maxcode.report.reference import kernelcompare_context
 
     files = {}
     for item in stage:
@@ -219,5 +224,8 @@ def table(
             raise typer.BadParameter(f"--stage {item!r}: write it as NAME=path/to/results.jsonl")
         files[name] = Path(path)
     rows = load_rows(files)
-    write_tables(rows, out)
-    typer.echo(to_markdown(rows))
+    notes, extra, csv_extra = (
+        kernelcompare_context(_params(params)[0], list(files)) if params else ([], {}, {})
+    )
+    write_tables(rows, out, notes, extra, csv_extra)
+    typer.echo(to_markdown(rows, notes, extra))

@@ -1,7 +1,9 @@
 """The report's Table 1 from measured results: correctness and speedups on held-out tasks.
 
 Input: one JSONL per stage (base, +SFT, +GRPO), one line per held-out task with its
-``EvalResult``, as ``heldout.evaluate_stage`` writes them. Nothing here is typed in.
+``EvalResult``, as ``heldout.evaluate_stage`` writes them. Nothing here is typed in:
+the header ``notes`` and ``extra`` columns (run context, the report's published numbers)
+come from ``maxcode.report.reference.kernelcompare_context``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import csv
 import io
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,17 +109,32 @@ def _cells(row: StageRow) -> list[str]:
     ]
 
 
-def to_markdown(rows: list[StageRow]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
+Extra = dict[str, list[str]]  # column -> one cell per row, appended after COLUMNS
+
+
+def _columns(extra: Extra | None) -> list[str]:
+    return [*COLUMNS, *(extra or {})]
+
+
+def _row_cells(rows: list[StageRow], extra: Extra | None) -> list[list[str]]:
+    return [
+        [*_cells(r), *(cells[i] for cells in (extra or {}).values())] for i, r in enumerate(rows)
+    ]
+
+
+def to_markdown(rows: list[StageRow], notes: Sequence[str] = (), extra: Extra | None = None) -> str:
+    columns = _columns(extra)
+    lines = [f"- {n}" for n in notes] + ([""] if notes else [])
+    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in _row_cells(rows, extra)]
     return "\n".join(lines) + "\n"
 
 
-def to_csv(rows: list[StageRow]) -> str:
+def to_csv(rows: list[StageRow], extra: Extra | None = None) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    writer.writerows(_cells(r) for r in rows)
+    writer.writerow(_columns(extra))
+    writer.writerows(_row_cells(rows, extra))
     return buf.getvalue()
 
 
@@ -132,25 +150,38 @@ def _tex_escape(text: str) -> str:
     return text.replace(">=", r"$\geq$")
 
 
-def to_latex(rows: list[StageRow]) -> str:
-    lines = [
-        r"\begin{tabular}{ll" + "r" * (len(COLUMNS) - 2) + "}",
+def to_latex(rows: list[StageRow], notes: Sequence[str] = (), extra: Extra | None = None) -> str:
+    columns = _columns(extra)
+    lines = [f"% {n}" for n in notes] + [
+        r"\begin{tabular}{ll" + "r" * (len(columns) - 2) + "}",
         r"\toprule",
-        " & ".join(_tex_escape(c) for c in COLUMNS) + r" \\",
+        " & ".join(_tex_escape(c) for c in columns) + r" \\",
         r"\midrule",
     ]
-    lines += [" & ".join(_tex_escape(c) for c in _cells(r)) + r" \\" for r in rows]
+    lines += [" & ".join(map(_tex_escape, cells)) + r" \\" for cells in _row_cells(rows, extra)]
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 
 
-def write_tables(rows: list[StageRow], out_prefix: Path) -> list[Path]:
+def write_tables(
+    rows: list[StageRow],
+    out_prefix: Path,
+    notes: Sequence[str] = (),
+    extra: Extra | None = None,
+    csv_extra: Extra | None = None,
+) -> list[Path]:
+    """Markdown and LaTeX carry ``notes`` as a header; CSV gets ``csv_extra`` columns instead."""
     from maxcode.records import atomic_write_text
 
     out_prefix = Path(out_prefix)
+    texts = {
+        ".md": to_markdown(rows, notes, extra),
+        ".csv": to_csv(rows, {**(extra or {}), **(csv_extra or {})}),
+        ".tex": to_latex(rows, notes, extra),
+    }
     written = []
-    for suffix, render in ((".md", to_markdown), (".csv", to_csv), (".tex", to_latex)):
+    for suffix, text in texts.items():
         path = out_prefix.with_name(out_prefix.name + suffix)
-        atomic_write_text(path, render(rows))
+        atomic_write_text(path, text)
         written.append(path)
     return written

@@ -2,25 +2,44 @@
 
 Each table states its preset, the policy and critic (labelled offline where they are
 not LLMs), the evaluation budget and the hardware, so a number never travels without
-what produced it.
+what produced it: Markdown and LaTeX in a header block, CSV in constant columns at the
+end of every row (so the file stays one plain table for any CSV reader). Where the
+papers published a number for a row, a ``reference: <column>`` column shows it.
 """
 
 from __future__ import annotations
 
 import csv
+import html
 import io
 import math
 from collections import defaultdict
 from pathlib import Path
 
 from maxcode.records import atomic_write_json, atomic_write_text
+from maxcode.report.reference import (
+    REFERENCE_PREFIX,
+    ReferenceBook,
+    reference_cells,
+    reference_notes,
+)
 from maxcode.report.runs import RunRow
 from maxcode.report.stats import average_ranks, bootstrap_ci
 
 
 class Table:
-    def __init__(self, title: str, columns: list[str], rows: list[list], notes: list[str]):
+    """Rows plus the header block (``notes``); ``meta`` repeats the run context in CSV."""
+
+    def __init__(
+        self,
+        title: str,
+        columns: list[str],
+        rows: list[list],
+        notes: list[str],
+        meta: dict[str, str] | None = None,
+    ):
         self.title, self.columns, self.rows, self.notes = title, columns, rows, notes
+        self.meta = meta or {}
 
     def markdown(self) -> str:
         out = [f"## {self.title}", ""]
@@ -32,8 +51,10 @@ class Table:
     def csv(self) -> str:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(self.columns)
-        writer.writerows([[_fmt(v, csv=True) for v in row] for row in self.rows])
+        writer.writerow([*self.columns, *self.meta])
+        writer.writerows(
+            [[*(_fmt(v, csv=True) for v in row), *self.meta.values()] for row in self.rows]
+        )
         return buf.getvalue()
 
     def latex(self) -> str:
@@ -51,10 +72,33 @@ class Table:
         ]
         return "\n".join(lines) + "\n"
 
+    def html(self) -> str:
+        """A standalone page (no scripts, no external files) for the Snakemake report."""
+        esc = html.escape
+        head = "".join(f"<th>{esc(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{esc(_fmt(v))}</td>" for v in row) + "</tr>" for row in self.rows
+        )
+        notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes)
+        return (
+            f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{esc(self.title)}</title><style>{_HTML_STYLE}</style></head>"
+            f"<body><h2>{esc(self.title)}</h2><ul class=notes>{notes}</ul>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></body></html>\n"
+        )
+
     def write(self, out_dir: Path, name: str) -> None:
         atomic_write_text(out_dir / f"{name}.md", self.markdown())
         atomic_write_text(out_dir / f"{name}.csv", self.csv())
         atomic_write_text(out_dir / f"{name}.tex", self.latex())
+        atomic_write_text(out_dir / f"{name}.html", self.html())
+
+
+_HTML_STYLE = (
+    "body{font-family:sans-serif;font-size:13px;margin:1em}"
+    "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+    "th{background:#f3f3f3}.notes{color:#444}"
+)
 
 
 def best_speedup(run: RunRow, floor: bool) -> float:
@@ -69,8 +113,16 @@ def method_table(
     floor: bool,
     samples: int,
     confidence: float,
+    table_key: str = "",
 ) -> Table:
-    """Per method and suite: mean best speedup with CI, median, average rank, budgets."""
+    """Per method and suite: mean best speedup with CI, median, average rank, budgets.
+
+    ``table_key`` names the table in the reference file (main, ablation, rerank).
+    """
+    book: ReferenceBook | None = context.get("reference")
+    benchmarks: dict[str, str | None] = context.get("benchmarks", {})
+    ref_columns = book.columns(table_key) if book else []
+    used = []
     by_method_suite: dict[tuple[str, str], list[RunRow]] = defaultdict(list)
     for r in runs:
         if r.method in methods:
@@ -97,6 +149,7 @@ def method_table(
         "LLM calls/run",
         "tokens/run",
         "cost USD/run",
+        *(REFERENCE_PREFIX + c for c in ref_columns),
     ]
     rows = []
     for method in methods:
@@ -125,14 +178,20 @@ def method_table(
                     _mean([r.usage.cost_usd for r in group]),
                 ]
             )
+            if book:
+                cells, entries = reference_cells(book, table_key, method, benchmarks.get(suite))
+                rows[-1] += cells
+                used += entries
     notes = [
-        *_context_notes(context, runs),
+        *_context_notes(context, runs, methods),
         "best speedup of a run: the best reward it reached (speedup if correct, else 0)"
         + ("; floored at 1.0 (PIE's convention)" if floor else "; not floored"),
         f"{pct}% CI: percentile bootstrap of the mean over runs ({samples} resamples)",
         "avg rank: per task x seed, methods of this table ranked by best speedup (1 = fastest)",
     ]
-    return Table(title, columns, rows, notes)
+    if ref_columns:
+        notes += reference_notes(book, used, benchmarks)
+    return Table(title, columns, rows, notes, _context_meta(context, runs))
 
 
 def budget_table(runs: list[RunRow], methods: list[str], context: dict) -> Table:
@@ -170,7 +229,13 @@ def budget_table(runs: list[RunRow], methods: list[str], context: dict) -> Table
                 ", ".join(stops),
             ]
         )
-    return Table("Budgets spent per method", columns, rows, _context_notes(context, runs))
+    return Table(
+        "Budgets spent per method",
+        columns,
+        rows,
+        _context_notes(context, runs, methods),
+        _context_meta(context, runs),
+    )
 
 
 def rerank_table(
@@ -190,6 +255,7 @@ def rerank_table(
         floor,
         samples,
         confidence,
+        "rerank",
     )
     model = ranking.get("model", {})
     table.notes.append(
@@ -260,6 +326,7 @@ def write_all(
         floor,
         samples,
         conf,
+        "main",
     )
     ablation = method_table(
         "Ablation of the observation (Critique-only, Best Perf-only, Traj Critique Best Perf)",
@@ -269,6 +336,7 @@ def write_all(
         floor,
         samples,
         conf,
+        "ablation",
     )
     rerank = rerank_table(runs, params_tables["rerank"], ranking, context, floor, samples, conf)
     all_methods = list(
@@ -331,18 +399,36 @@ def _policy_label(group: list[RunRow]) -> str:
     return label
 
 
-def _context_notes(context: dict, runs: list[RunRow]) -> list[str]:
-    hw = runs[0].hardware if runs else {}
-    evaluators = sorted({r.evaluator for r in runs})
+def _context_notes(context: dict, runs: list[RunRow], methods: list[str]) -> list[str]:
+    """The header block: preset, models, evaluator, budgets, hardware, seeds."""
+    meta = _context_meta(context, runs)
     offline = all(r.policy_offline and (r.critic_offline in (None, True)) for r in runs)
-    return [
-        f"preset: {context.get('preset', '?')}"
+    notes = [
+        f"preset: {meta['preset']}"
         + (" (offline: non-LLM policy and critic, labelled offline)" if offline else ""),
-        f"models: generator {context.get('generator', '?')}, critic {context.get('critic', '?')}",
-        f"evaluator: {', '.join(evaluators)}",
-        f"hardware: {hw.get('cpu', '?')} ({hw.get('cores', '?')} cores)",
-        f"seeds: {sorted({r.seed for r in runs})}",
+        f"models: generator {meta['generator']}, critic {meta['critic']}",
+        f"evaluator: {meta['evaluator']}",
     ]
+    budgets = context.get("budgets", {})
+    shown = [f"{m}: {budgets[m]}" for m in methods if m in budgets]
+    if shown:
+        notes.append("budget per run (params): " + "; ".join(shown))
+    notes += [f"hardware: {meta['hardware']}", f"seeds: {meta['seeds']}"]
+    return notes
+
+
+def _context_meta(context: dict, runs: list[RunRow]) -> dict[str, str]:
+    """The run context as constant CSV columns (same wording as the header block)."""
+    hw = runs[0].hardware if runs else {}
+    return {
+        "preset": str(context.get("preset", "?")),
+        "generator": str(context.get("generator", "?")),
+        "critic": str(context.get("critic", "?")),
+        "evaluator": ", ".join(sorted({r.evaluator for r in runs})),
+        "hardware": f"{hw.get('cpu', '?')} ({hw.get('cores', '?')} cores)"
+        + (f"; GPU {', '.join(hw['gpus'])}" if hw.get("gpus") else ""),
+        "seeds": str(sorted({r.seed for r in runs})),
+    }
 
 
 def _label(context: dict, runs: list[RunRow]) -> str:
