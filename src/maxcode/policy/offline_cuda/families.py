@@ -1,0 +1,508 @@
+"""Which template family covers an op graph, and the plan that fills its template.
+
+Three families: a fused elementwise chain (one kernel), a reduction along one dim
+with an elementwise prologue and epilogue (sum, mean, max, min, softmax, log-softmax,
+LayerNorm; normalizations such as RMSNorm fall out as reduce + full-shape epilogue),
+and a GEMM (matmul, bmm, linear) with an elementwise epilogue, optionally followed by
+a reduction stage on its result (e.g. softmax of attention scores). Elementwise math
+becomes C statements over named values, so every family shares one code generator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from maxcode.policy.offline_cuda.graph import (
+    ELEMENTWISE,
+    MATMULS,
+    REDUCTIONS,
+    ROW_OPS,
+    OpGraph,
+    OpNode,
+    Ref,
+    UnsupportedOp,
+)
+
+
+@dataclass
+class TensorArg:
+    """A tensor the kernel reads: a forward input or a parameter, with how it is indexed."""
+
+    node: str
+    py: str  # Python expression in ModelNew.forward, e.g. "x" or "self.linear.weight"
+    shape: tuple[int, ...]
+    role: str  # "full" | "scalar" | "block" (elementwise) | "axis" (reduction) | "col" (gemm)
+    block: tuple[int, int] = (0, 0)  # output dims [first, last] this tensor spans (role "block")
+
+
+@dataclass
+class Scalars:
+    """Scalar constants become kernel arguments; ones equal to a model attribute are read
+    from that attribute at run time, so ModelNew honours its own init arguments."""
+
+    attrs: dict[str, float]
+    py: list[str] = field(default_factory=list)
+
+    def use(self, value: float) -> str:
+        expr = next((f"self.{k}" for k, v in self.attrs.items() if v == value), None)
+        expr = expr or repr(float(value))
+        if expr not in self.py:
+            self.py.append(expr)
+        return f"s{self.py.index(expr)}"
+
+
+class CodeGen:
+    """Emits one ``const float`` statement per op node, each node once, in dependency order."""
+
+    def __init__(self, graph: OpGraph, scalars: Scalars, leaves: dict[str, str]):
+        self.graph = graph
+        self.scalars = scalars
+        self.vars: dict[str, str] = dict(leaves)
+        self.lines: list[str] = []
+
+    def operand(self, value: object) -> str:
+        if isinstance(value, Ref):
+            return self.var(value.name)
+        if isinstance(value, float):
+            return self.scalars.use(value)
+        raise UnsupportedOp(f"unsupported by the offline policy: operand {value!r}")
+
+    def var(self, name: str) -> str:
+        if name in self.vars:
+            return self.vars[name]
+        node = self.graph.nodes[name]
+        if node.kind not in ELEMENTWISE:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: {node.origin} at node '{name}' inside a fused "
+                "elementwise expression"
+            )
+        expr = self._expr(node)
+        var = f"v_{name}"
+        self.lines.append(f"const float {var} = {expr};")
+        self.vars[name] = var
+        return var
+
+    def _expr(self, node: OpNode) -> str:
+        k = node.kind
+        x = self.operand(node.args[0])
+        if k in ("add", "sub"):
+            y = self.operand(node.args[1])
+            alpha = node.attrs.get("alpha", 1.0)
+            if alpha != 1.0:
+                y = f"{self.scalars.use(alpha)} * {y}"
+            return f"{x} {'+' if k == 'add' else '-'} {y}"
+        if k in ("mul", "div"):
+            return f"{x} {'*' if k == 'mul' else '/'} {self.operand(node.args[1])}"
+        if k in ("minimum", "maximum"):
+            return f"{'fminf' if k == 'minimum' else 'fmaxf'}({x}, {self.operand(node.args[1])})"
+        if k == "pow":
+            e = node.args[1]
+            if e == 2.0:
+                return f"{x} * {x}"
+            if e == 0.5:
+                return f"sqrtf({x})"
+            return f"powf({x}, {self.operand(e)})"
+        if k == "clamp":
+            lo, hi = node.attrs.get("min"), node.attrs.get("max")
+            if lo is not None:
+                x = f"fmaxf({x}, {self.operand(lo)})"
+            if hi is not None:
+                x = f"fminf({x}, {self.operand(hi)})"
+            return x
+        if k == "gelu":
+            if node.attrs.get("approximate") == "tanh":
+                return f"0.5f * {x} * (1.f + tanhf(0.7978845608028654f * ({x} + 0.044715f * {x} * {x} * {x})))"
+            return f"0.5f * {x} * (1.f + erff({x} * 0.7071067811865476f))"
+        if k == "leaky_relu":
+            slope = self.scalars.use(float(node.attrs["negative_slope"]))
+            return f"({x} > 0.f ? {x} : {slope} * {x})"
+        simple = {
+            "neg": f"-{x}",
+            "relu": f"fmaxf({x}, 0.f)",
+            "sigmoid": f"1.f / (1.f + expf(-{x}))",
+            "tanh": f"tanhf({x})",
+            "exp": f"expf({x})",
+            "log": f"logf({x})",
+            "sqrt": f"sqrtf({x})",
+            "rsqrt": f"rsqrtf({x})",
+            "abs": f"fabsf({x})",
+            "silu": f"{x} / (1.f + expf(-{x}))",
+            "identity": x,
+        }
+        return simple[k]
+
+
+@dataclass
+class Stage:
+    """One kernel of a candidate: its family, what it reads and the C code the template inlines."""
+
+    family: str
+    tensors: list[TensorArg]
+    out_shape: tuple[int, ...]
+    body: list[str]  # statements computing ``out_var`` (per element / per row result)
+    out_var: str
+    extra: dict = field(default_factory=dict)  # family-specific fields (see each builder)
+
+
+@dataclass
+class Plan:
+    family: str
+    stages: list[Stage]
+    scalars: list[str]  # Python expressions of kernel scalars s0, s1, ...
+    graph: OpGraph
+    inputs: list[str]  # ModelNew.forward parameter names
+
+    def describe(self) -> str:
+        return f"{self.family} ({' + '.join(s.family for s in self.stages)})"
+
+
+def _check_dtypes(graph: OpGraph) -> None:
+    for n in graph.nodes.values():
+        if n.dtype not in ("float32", "scalar"):
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: {n.dtype} tensor at node '{n.name}'; the templates compute in float32"
+            )
+
+
+def _py(graph: OpGraph, name: str) -> str:
+    node = graph.nodes[name]
+    if node.kind == "input":
+        return graph.input_names[node.index or 0]
+    return f"self.{node.param}"
+
+
+def plan_for(graph: OpGraph) -> Plan:
+    """The family and stages for a captured graph; UnsupportedOp names the op that blocks it."""
+    _check_dtypes(graph)
+    ops = graph.ops()
+    if not ops:
+        raise UnsupportedOp(
+            "unsupported by the offline policy: forward computes nothing (returns an input)"
+        )
+    for n in ops:
+        if n.kind not in ELEMENTWISE | REDUCTIONS | ROW_OPS | MATMULS | {"transpose"}:
+            raise UnsupportedOp(f"unsupported by the offline policy: {n.origin} at node '{n.name}'")
+    scalars = Scalars(graph.scalar_attrs)
+    matmuls = [n for n in ops if n.kind in MATMULS]
+    rows = [n for n in ops if n.kind in REDUCTIONS | ROW_OPS]
+    if len(matmuls) > 1:
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: {len(matmuls)} matmuls ({', '.join(n.name for n in matmuls)}); "
+            "the GEMM template takes one"
+        )
+    if matmuls:
+        stages = _gemm_stages(graph, matmuls[0], rows, scalars)
+        family = "gemm"
+    elif rows:
+        if len(rows) > 1:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: {rows[1].origin} at node '{rows[1].name}' after "
+                f"another reduction ('{rows[0].name}'); the reduction template takes one"
+            )
+        stages = [_reduction_stage(graph, rows[0], graph.output, scalars, {})]
+        family = "reduction"
+    else:
+        stages = [_elementwise_stage(graph, scalars)]
+        family = "elementwise"
+    return Plan(family, stages, scalars.py, graph, graph.input_names)
+
+
+def _leaves(graph: OpGraph) -> list[OpNode]:
+    return [n for n in graph.nodes.values() if n.kind in ("input", "param")]
+
+
+def _used(graph: OpGraph, target: str, stop: set[str] | None = None) -> set[str]:
+    """Names of the nodes ``target`` depends on (itself included), not looking past ``stop``."""
+    seen: set[str] = set()
+    todo = [target]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if stop and name in stop:
+            continue
+        todo.extend(graph.nodes[name].refs())
+    return seen
+
+
+def _block(shape: tuple[int, ...], out: tuple[int, ...], name: str) -> tuple[str, tuple[int, int]]:
+    """How a tensor broadcasts to the output: full, one scalar, or one contiguous block of dims."""
+    if shape == out:
+        return "full", (0, 0)
+    if math.prod(shape) == 1:
+        return "scalar", (0, 0)
+    if len(shape) > len(out):
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: '{name}' has more dims than the output"
+        )
+    padded = (1,) * (len(out) - len(shape)) + tuple(shape)
+    real = [i for i, s in enumerate(padded) if s != 1]
+    first, last = real[0], real[-1]
+    if any(padded[i] != out[i] for i in range(first, last + 1)):
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: '{name}' of shape {shape} broadcasts to {out} in a "
+            "pattern the elementwise template does not index (size-1 dims inside its span)"
+        )
+    return "block", (first, last)
+
+
+def _elementwise_stage(graph: OpGraph, scalars: Scalars) -> Stage:
+    out = graph.nodes[graph.output]
+    used = _used(graph, graph.output)
+    tensors: list[TensorArg] = []
+    leaves: dict[str, str] = {}
+    for leaf in _leaves(graph):
+        if leaf.name not in used:
+            continue
+        role, block = _block(leaf.shape, out.shape, leaf.name)
+        leaves[leaf.name] = f"x{len(tensors)}"
+        tensors.append(TensorArg(leaf.name, _py(graph, leaf.name), leaf.shape, role, block))
+    if not any(t.role == "full" for t in tensors):
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: no input has the output's shape {out.shape}; "
+            "the elementwise template sizes its output from one full-shape input"
+        )
+    gen = CodeGen(graph, scalars, leaves)
+    out_var = gen.var(graph.output)
+    return Stage("elementwise", tensors, out.shape, gen.lines, out_var)
+
+
+def _reduction_stage(
+    graph: OpGraph, red: OpNode, output: str, scalars: Scalars, given: dict[str, str]
+) -> Stage:
+    """A reduction (or softmax / LayerNorm) along one dim of ``red``'s input.
+
+    ``given``: nodes already computed by an earlier stage (read as full-shape tensors).
+    ``extra``: kind, dim, outer/reduce/inner layout dims, pre/post statements.
+    """
+    src = graph.nodes[red.args[0].name] if isinstance(red.args[0], Ref) else None
+    if src is None:
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: reduction of a constant at '{red.name}'"
+        )
+    full_shape = src.shape
+    dim = red.attrs.get("dim", len(full_shape) - 1)
+    if red.kind == "layer_norm":
+        dim = len(full_shape) - 1
+    out_node = graph.nodes[output]
+    reduced_out = out_node.shape != full_shape
+    tensors: list[TensorArg] = []
+    leaves: dict[str, str] = {}
+    pre_nodes = _used(graph, src.name, stop=set(given))
+    post_nodes = _used(graph, output, stop={red.name, *given})
+
+    def add_tensor(name: str, role: str) -> str:
+        for i, t in enumerate(tensors):
+            if t.node == name:
+                return f"x{i}"
+        py = given.get(name) or _py(graph, name)
+        shape = graph.nodes[name].shape
+        tensors.append(TensorArg(name, py, shape, role))
+        return f"x{len(tensors) - 1}"
+
+    for name in sorted(pre_nodes | post_nodes, key=list(graph.nodes).index):
+        node = graph.nodes[name]
+        if name == red.name or not (node.kind in ("input", "param") or name in given):
+            continue
+        if node.shape == full_shape:
+            leaves[name] = add_tensor(name, "full")
+        elif node.shape == red.shape and red.kind in REDUCTIONS:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: '{name}' of the reduced shape is combined with the "
+                "reduction's result; the template reads only full-shape tensors"
+            )
+        elif math.prod(node.shape) == 1:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: one-element tensor '{name}' in a reduction"
+            )
+        else:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: '{name}' of shape {node.shape} broadcasts into a "
+                f"reduction over {full_shape}"
+            )
+    if red.kind == "layer_norm":
+        for operand in red.args[1:]:
+            if isinstance(operand, Ref):
+                node = graph.nodes[operand.name]
+                if node.shape != (full_shape[-1],):
+                    raise UnsupportedOp(
+                        f"unsupported by the offline policy: LayerNorm affine '{operand.name}' of shape {node.shape}"
+                    )
+                add_tensor(operand.name, "axis")
+    if not any(t.role == "full" for t in tensors):
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: the reduction at '{red.name}' reads no full-shape tensor"
+        )
+    # Element scope: the reduced value v of the source, then (full output) the epilogue.
+    pre = CodeGen(graph, scalars, leaves)
+    v = pre.var(src.name)
+    affine = {
+        "weight": _axis_var(tensors, red.args[1] if len(red.args) > 1 else None),
+        "bias": _axis_var(tensors, red.args[2] if len(red.args) > 2 else None),
+    }
+    stat_leaf = {
+        "sum": "stat1",
+        "mean": "stat1",
+        "amax": "stat1",
+        "amin": "stat1",
+        "softmax": f"(expf({v} - stat1) * stat2)",
+        "log_softmax": f"({v} - stat1 - stat2)",
+        "layer_norm": f"(({v} - stat1) * stat2{' * ' + affine['weight'] if affine['weight'] else ''}"
+        f"{' + ' + affine['bias'] if affine['bias'] else ''})",
+    }[red.kind]
+    if reduced_out:
+        if red.kind not in REDUCTIONS:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: {red.origin} result reduced again at '{output}'"
+            )
+        post = CodeGen(graph, scalars, {red.name: "stat1"})
+    else:
+        post = CodeGen(graph, scalars, {**leaves, red.name: stat_leaf})
+        post.vars.update(pre.vars)
+        post.lines = list(pre.lines)
+    out_var = post.var(output)
+    if reduced_out:
+        bad = [n for n in post_nodes if n != red.name and graph.nodes[n].shape == full_shape]
+        if bad:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: full-shape '{bad[0]}' combined after the reduction '{red.name}'"
+            )
+    outer = math.prod(full_shape[:dim])
+    inner = math.prod(full_shape[dim + 1 :])
+    keep = tuple(1 if i == dim else s for i, s in enumerate(full_shape))
+    if reduced_out and out_node.shape not in (keep, full_shape[:dim] + full_shape[dim + 1 :]):
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: output shape {out_node.shape} of the reduction at '{red.name}'"
+        )
+    return Stage(
+        "reduction",
+        tensors,
+        out_node.shape,
+        post.lines,
+        out_var,
+        extra={
+            "kind": red.kind,
+            "op": "max" if red.kind == "amax" else "min" if red.kind == "amin" else "sum",
+            "dim": dim,
+            "full_shape": full_shape,
+            "layout": "row" if inner == 1 else "strided",
+            "reduced_out": reduced_out,
+            "keepdim": reduced_out and len(out_node.shape) == len(full_shape),
+            "pre": pre.lines,
+            "v": v,
+            "eps": scalars.use(float(red.attrs["eps"])) if red.kind == "layer_norm" else None,
+            "sizes": (outer, full_shape[dim], inner),
+        },
+    )
+
+
+def _axis_var(tensors: list[TensorArg], operand: object) -> str | None:
+    if not isinstance(operand, Ref):
+        return None
+    return next(f"x{i}" for i, t in enumerate(tensors) if t.node == operand.name)
+
+
+def _gemm_stages(graph: OpGraph, mm: OpNode, rows: list[OpNode], scalars: Scalars) -> list[Stage]:
+    """GEMM with its elementwise epilogue; then, if the graph goes on into a reduction, a
+    reduction stage that reads the GEMM stage's result."""
+    a_ref, b_ref = mm.args[0], mm.args[1]
+    if not isinstance(a_ref, Ref) or not isinstance(b_ref, Ref):
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: matmul of a constant at '{mm.name}'"
+        )
+    operands = []
+    for ref in (a_ref, b_ref):
+        node = graph.nodes[ref.name]
+        trans = False
+        if node.kind == "transpose":
+            trans = True
+            node = graph.nodes[node.args[0].name]
+        if node.kind not in ("input", "param"):
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: {node.origin} at node '{node.name}' before a "
+                "matmul; the GEMM template reads inputs or parameters directly"
+            )
+        operands.append((node, trans))
+    (a, trans_a), (b, trans_b) = operands
+    if mm.kind == "linear":
+        trans_b = not trans_b  # weight is (out, in)
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: matmul of a 1-D operand at '{mm.name}'"
+        )
+    if len(b.shape) > 2 and a.shape[:-2] != b.shape[:-2]:
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: broadcast batch dims {a.shape} @ {b.shape} at '{mm.name}'"
+        )
+    if len(b.shape) == 2 and trans_a and len(a.shape) > 2:
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: transposed batched A with shared B at '{mm.name}'"
+        )
+    # The epilogue: elementwise nodes after the matmul, up to the output or the reduction.
+    row = rows[0] if rows else None
+    if len(rows) > 1:
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: {rows[1].origin} at node '{rows[1].name}' after another reduction"
+        )
+    end = graph.output
+    if row is not None:
+        end = row.args[0].name
+        if mm.name not in _used(graph, end):
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: {row.origin} at '{row.name}' does not follow the matmul"
+            )
+    used = _used(graph, end, stop={mm.name})
+    tensors: list[TensorArg] = []
+    leaves = {mm.name: "acc"}
+    out_shape = mm.shape
+    bias = mm.args[2] if mm.kind == "linear" and len(mm.args) > 2 else None
+    if isinstance(bias, Ref):  # nn.Linear's bias: a per-column add folded into the epilogue
+        tensors.append(
+            TensorArg(bias.name, _py(graph, bias.name), graph.nodes[bias.name].shape, "col")
+        )
+        leaves[mm.name] = "(acc + x0)"
+    for name in sorted(used, key=list(graph.nodes).index):
+        node = graph.nodes[name]
+        if name == mm.name or node.kind not in ("input", "param"):
+            continue
+        if node.shape == out_shape:
+            role = "full"
+        elif node.shape in ((out_shape[-1],), (1, out_shape[-1])):
+            role = "col"
+        elif math.prod(node.shape) == 1:
+            role = "scalar"
+        else:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: '{name}' of shape {node.shape} in the epilogue of "
+                f"a matmul of shape {out_shape} (the GEMM template adds full, per-column or scalar tensors)"
+            )
+        leaves[name] = f"x{len(tensors)}"
+        tensors.append(TensorArg(name, _py(graph, name), node.shape, role))
+    if graph.nodes[end].shape != out_shape:
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: the matmul epilogue changes the shape at '{end}'"
+        )
+    gen = CodeGen(graph, scalars, leaves)
+    out_var = gen.var(end)
+    gemm = Stage(
+        "gemm",
+        tensors,
+        out_shape,
+        gen.lines,
+        out_var,
+        extra={
+            "a": _py(graph, a.name),
+            "b": _py(graph, b.name),
+            "a_shape": a.shape,
+            "b_shape": b.shape,
+            "trans_a": trans_a,
+            "trans_b": trans_b,
+            "fold": len(b.shape) == 2,  # B shared: fold A's leading dims into M
+        },
+    )
+    if row is None:
+        return [gemm]
+    given = {end: "__gemm_out"}
+    return [gemm, _reduction_stage(graph, row, graph.output, scalars, given)]

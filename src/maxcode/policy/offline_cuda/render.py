@@ -1,0 +1,198 @@
+"""Fill the Jinja2 templates: a plan plus one parameter set gives a complete candidate file.
+
+The ``.cu`` part includes only CUDA headers (kernels and raw-pointer launchers), so it
+compiles quickly; the torch binding (checks, sizes, allocation) lives in ``cpp_sources``,
+which the evaluator compiles against its precompiled ``torch/extension.h``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import textwrap
+from dataclasses import dataclass
+
+import jinja2
+
+from maxcode.policy.offline_cuda.families import Plan, Stage
+
+_SHORT = {"elementwise": "ew", "reduction": "red", "gemm": "gemm"}
+FUNCTION = "offline_forward"
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("maxcode.policy.offline_cuda", "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+@dataclass
+class Rendered:
+    source: str  # the whole candidate file
+    cuda: str  # the .cu text as written (what nvcc compiles, before the evaluator's header)
+    cpp: str  # the host binding
+
+
+def _stage_params(stage: Stage, scalars: list[str]) -> tuple[str, str, list[str]]:
+    """(kernel parameter list, argument list, names) for tensors, block sizes and scalars."""
+    params = [f"const float* __restrict__ p{i}" for i in range(len(stage.tensors))]
+    args = [f"p{i}" for i in range(len(stage.tensors))]
+    for i, t in enumerate(stage.tensors):
+        if t.role == "block":
+            params += [f"long inner{i}", f"long mid{i}"]
+            args += [f"inner{i}", f"mid{i}"]
+    params += [f"float s{i}" for i in range(len(scalars))]
+    args += [f"s{i}" for i in range(len(scalars))]
+    return ", ".join(params), ", ".join(args), args
+
+
+def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
+    """The candidate for ``plan`` with one parameter dict per stage."""
+    env = environment()
+    scalars = plan.scalars
+    cuda_parts = ["#include <cuda_runtime.h>", "#include <cstdint>", "#include <cmath>", ""]
+    host_stages = []
+    host_tensors: list[str] = []  # Python expressions passed to the binding, in order
+    for si, (stage, p) in enumerate(zip(plan.stages, params, strict=True)):
+        ns = f"{_SHORT[stage.family]}{si}"
+        kparams, kargs, _ = _stage_params(stage, scalars)
+        ctx = {
+            "ns": ns,
+            "NS": ns.upper(),
+            "p": p,
+            "tensors": stage.tensors,
+            "body": stage.body,
+            "out_var": stage.out_var,
+            "scalars": [f"s{i}" for i in range(len(scalars))],
+        }
+        tvars = []
+        for t in stage.tensors:
+            if t.py == "__gemm_out":
+                tvars.append(f"o{si - 1}")
+                continue
+            if t.py not in host_tensors:
+                host_tensors.append(t.py)
+            tvars.append(f"t{host_tensors.index(t.py)}")
+        host = {
+            "family": stage.family,
+            "ns": ns,
+            "out": f"o{si}",
+            "tensors": [
+                {"role": t.role, "block": t.block, "py": t.py, "var": v}
+                for t, v in zip(stage.tensors, tvars, strict=True)
+            ],
+        }
+        call_ptrs = [f"{v}.data_ptr<float>()" for v in tvars]
+        sargs = [f"(float)s{i}" for i in range(len(scalars))]
+        if stage.family == "elementwise":
+            full = [i for i, t in enumerate(stage.tensors) if t.role == "full"]
+            other = [i for i, t in enumerate(stage.tensors) if t.role != "full"]
+            blocks = [i for i, t in enumerate(stage.tensors) if t.role == "block"]
+            passed = [f"p{i}" for i in other]
+            passed += [x for i in blocks for x in (f"inner{i}", f"mid{i}")]
+            passed += ctx["scalars"]
+            ctx.update(
+                full=full,
+                other=other,
+                blocks=blocks,
+                params=kparams,
+                args=kargs,
+                **{"pass": "".join(f", {a}" for a in passed)},
+            )
+            cuda_parts.append(env.get_template("elementwise.cu.j2").render(ctx))
+            bargs = [x for i in blocks for x in (f"inner{i}", f"mid{i}")]
+            host.update(
+                ref=tvars[full[0]],
+                decl=f"{kparams}, float* out, long n",
+                call=", ".join(call_ptrs + bargs + sargs),
+            )
+        elif stage.family == "reduction":
+            ex = stage.extra
+            ctx.update(
+                params=kparams,
+                args=kargs,
+                kind=ex["kind"],
+                op=ex["op"],
+                layout=ex["layout"],
+                reduced_out=ex["reduced_out"],
+                pre=ex["pre"],
+                v=ex["v"],
+                eps=ex["eps"],
+            )
+            cuda_parts.append(env.get_template("common.cuh.j2").render(ctx))
+            cuda_parts.append(env.get_template("reduction.cu.j2").render(ctx))
+            ref = next(v for t, v in zip(stage.tensors, tvars, strict=True) if t.role == "full")
+            host.update(
+                ref=ref,
+                dim=ex["dim"],
+                reduced_out=ex["reduced_out"],
+                keepdim=ex["keepdim"],
+                decl=f"{kparams}, float* out, long outer, int R, long inner",
+                call=", ".join(call_ptrs + sargs),
+            )
+        else:
+            ex = stage.extra
+            lead = "".join(f", {x}" for x in kparams.split(", ") if x)
+            ctx.update(
+                params_lead=lead,
+                args_lead="".join(f", {a}" for a in kargs.split(", ") if a),
+                trans_a=ex["trans_a"],
+                trans_b=ex["trans_b"],
+            )
+            cuda_parts.append(env.get_template("gemm.cu.j2").render(ctx))
+            for operand in (ex["a"], ex["b"]):
+                if operand not in host_tensors:
+                    host_tensors.append(operand)
+            host.update(
+                a=f"t{host_tensors.index(ex['a'])}",
+                b=f"t{host_tensors.index(ex['b'])}",
+                a_py=ex["a"],
+                b_py=ex["b"],
+                trans_a=ex["trans_a"],
+                trans_b=ex["trans_b"],
+                fold=ex["fold"],
+                decl=f"const float* A, const float* B{lead}, float* C, long batch, int M, int N, int K, long strideA, long strideB",
+                call_lead="".join(f", {a}" for a in call_ptrs + sargs),
+            )
+        host_stages.append(host)
+    digest = hashlib.sha256(
+        repr((plan.describe(), [s.body for s in plan.stages], params)).encode()
+    ).hexdigest()[:10]
+    prefix = f"mx{digest}"
+    cuda_parts.append(
+        f"const char* {prefix}_error(int code) {{ return cudaGetErrorString((cudaError_t)code); }}\n"
+    )
+    cuda = "\n".join(cuda_parts)
+    signature = ", ".join(
+        [f"torch::Tensor t{i}" for i in range(len(host_tensors))]
+        + [f"double s{i}" for i in range(len(scalars))]
+    )
+    cpp = env.get_template("host.cpp.j2").render(
+        stages=host_stages,
+        prefix=prefix,
+        fn=FUNCTION,
+        signature=signature,
+        host_tensors=[(f"t{i}", py) for i, py in enumerate(host_tensors)],
+    )
+    call_args = ", ".join(
+        [f"{py}.contiguous()" for py in host_tensors] + [f"float({s})" for s in scalars]
+    )
+    body = textwrap.indent(plan.graph.init_body or "super().__init__()", " " * 8)
+    source = env.get_template("model_new.py.j2").render(
+        policy=policy,
+        family=plan.describe(),
+        params=", ".join(repr(p) for p in params),
+        cuda=cuda.strip(),
+        cpp=cpp.strip(),
+        ext_name=f"offline_{plan.family}_{digest}",
+        fn=FUNCTION,
+        init_signature=plan.graph.init_signature,
+        init_body=body,
+        inputs=", ".join(plan.inputs),
+        call_args=call_args,
+    )
+    return Rendered(source=source, cuda=cuda, cpp=cpp)

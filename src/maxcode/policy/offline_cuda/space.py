@@ -1,0 +1,141 @@
+"""Tunable parameters of each template: the values they may take, sensible defaults for a
+stage's sizes, and which moves answer which bottleneck.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from maxcode.policy.offline_cuda.families import Stage
+
+# Values per parameter and template variant.
+SPACES: dict[str, dict[str, tuple[int, ...]]] = {
+    "elementwise": {
+        "threads": (64, 128, 256, 512, 1024),
+        "ept": (1, 2, 4, 8),
+        "vec": (1, 2, 4),
+        "blocks_per_sm": (0, 4, 8, 16, 32),
+    },
+    "reduction-row": {
+        "tpr": (32, 64, 128, 256, 512, 1024),
+        "rpb": (1, 2, 4, 8),
+        "unroll": (1, 2, 4),
+        "cache": (0, 1),
+    },
+    "reduction-strided": {
+        "bx": (32, 64, 128, 256),
+        "by": (1, 2, 4, 8, 16),
+        "unroll": (1, 2, 4),
+    },
+    "gemm": {
+        "bm": (32, 64, 128),
+        "bn": (32, 64, 128),
+        "bk": (8, 16, 32),
+        "tm": (2, 4, 8),
+        "tn": (2, 4, 8),
+    },
+}
+# Bottleneck class -> (parameter, direction): +1 larger values, -1 smaller, 0 any change.
+CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
+    "memory": {
+        "elementwise": (("vec", 1), ("ept", 1)),
+        "reduction-row": (("cache", 1), ("unroll", 1), ("tpr", 1)),
+        "reduction-strided": (("unroll", 1), ("bx", 1)),
+        "gemm": (("bm", 1), ("bn", 1), ("bk", 1)),
+    },
+    "latency": {
+        "elementwise": (("threads", 0), ("blocks_per_sm", 0)),
+        "reduction-row": (("tpr", 0), ("rpb", 0)),
+        "reduction-strided": (("by", 1), ("bx", 0)),
+        "gemm": (("bm", -1), ("bn", -1)),
+    },
+    "compute": {
+        "elementwise": (("ept", 1),),
+        "reduction-row": (("unroll", 1),),
+        "reduction-strided": (("unroll", 1),),
+        "gemm": (("tm", 1), ("tn", 1)),
+    },
+}
+SM_THREADS = 132 * 2048  # threads that fill an H100; only sizes the defaults
+
+
+def variant(stage: Stage) -> str:
+    if stage.family == "reduction":
+        return f"reduction-{stage.extra['layout']}"
+    return stage.family
+
+
+def valid(var: str, p: dict[str, int], stage: Stage) -> bool:
+    """Launchable and meaningful for this stage (e.g. the cache only helps two-pass kinds)."""
+    if var == "reduction-row":
+        if p["cache"] and stage.extra["kind"] not in ("softmax", "log_softmax", "layer_norm"):
+            return False
+        return p["tpr"] * p["rpb"] <= 1024
+    if var == "reduction-strided":
+        return p["bx"] * p["by"] <= 1024
+    if var == "gemm":
+        if p["bm"] % p["tm"] or p["bn"] % p["tn"]:
+            return False
+        threads = (p["bm"] // p["tm"]) * (p["bn"] // p["tn"])
+        smem = 4 * p["bk"] * (p["bm"] + p["bn"] + 2)
+        return 64 <= threads <= 1024 and smem <= 48 * 1024
+    return True
+
+
+def default(stage: Stage) -> dict[str, int]:
+    var = variant(stage)
+    if var == "elementwise":
+        return {"threads": 256, "ept": 2, "vec": 4, "blocks_per_sm": 0}
+    if var == "reduction-row":
+        _, r, _ = stage.extra["sizes"]
+        tpr = 32 if r <= 256 else 128 if r <= 1024 else 256
+        two_pass = stage.extra["kind"] in ("softmax", "log_softmax", "layer_norm")
+        return {"tpr": tpr, "rpb": 4 if tpr == 32 else 1, "unroll": 4, "cache": int(two_pass)}
+    if var == "reduction-strided":
+        outer, _, inner = stage.extra["sizes"]
+        bx = 32 if inner <= 32 else 64 if inner <= 64 else 128
+        columns = outer * inner
+        by = 1
+        while columns * by < SM_THREADS and by < 8 and bx * by * 2 <= 1024:
+            by *= 2
+        return {"bx": bx, "by": by, "unroll": 4}
+    return {"bm": 64, "bn": 64, "bk": 16, "tm": 4, "tn": 4}
+
+
+def all_configs(stage: Stage) -> list[dict[str, int]]:
+    var = variant(stage)
+    keys = list(SPACES[var])
+    out = []
+    for values in itertools.product(*(SPACES[var][k] for k in keys)):
+        p = dict(zip(keys, values, strict=True))
+        if valid(var, p, stage):
+            out.append(p)
+    return out
+
+
+def neighbours(stage: Stage, base: dict[str, int]) -> list[tuple[dict[str, int], list[str]]]:
+    """Valid configurations that change one parameter of ``base`` (then two), with the changed keys."""
+    var = variant(stage)
+    space = SPACES[var]
+    out = []
+    for size in (1, 2):
+        for keys in itertools.combinations(space, size):
+            choices = [[v for v in space[k] if v != base[k]] for k in keys]
+            for values in itertools.product(*choices):
+                p = {**base, **dict(zip(keys, values, strict=True))}
+                if valid(var, p, stage):
+                    out.append((p, list(keys)))
+    return out
+
+
+def cue_weight(stage: Stage, base: dict[str, int], p: dict[str, int], focus: set[str]) -> float:
+    """How many of the critique's cues a move follows (0: none)."""
+    var = variant(stage)
+    score = 0.0
+    for cls in focus:
+        for key, direction in CUES[cls].get(var, ()):
+            delta = p[key] - base[key]
+            if delta and (direction == 0 or math.copysign(1, delta) == direction):
+                score += 1.0
+    return score
