@@ -137,6 +137,33 @@ def section_compile(arch: str, work: Path) -> dict:
     return rows
 
 
+def _progress(run: str, labels: list[str], start: float):
+    """Print each candidate as it finishes, so a run cut short still says where time went."""
+
+    def report(index: int, result) -> None:
+        stages = result.figures.get("stage_seconds", {})
+        print(
+            f"  [{run} {time.monotonic() - start:6.1f} s] {labels[index]:36s} {result.status.value:14s}"
+            f" compile {result.figures.get('compile_seconds', 0):5.1f} s"
+            f" process {result.figures.get('process_seconds', 0):5.1f} s  {stages}",
+            flush=True,
+        )
+
+    return report
+
+
+def _stage_breakdown(run: str, results: list) -> None:
+    """Median seconds per evaluation stage over the candidates that reached it."""
+    per_stage: dict[str, list[float]] = {}
+    for r in results:
+        for stage, seconds in r.figures.get("stage_seconds", {}).items():
+            per_stage.setdefault(stage, []).append(seconds)
+    cells = ", ".join(
+        f"{stage} {statistics.median(xs):.2f} s (n={len(xs)})" for stage, xs in per_stage.items()
+    )
+    print(f"{run}: median seconds per stage: {cells}")
+
+
 def section_throughput(
     work: Path, sample: int, gpus: list[int] | None, files: list[str] | None
 ) -> dict:
@@ -148,11 +175,17 @@ def section_throughput(
     with CudaEvaluator(cfg, cache, gpus=gpus) as ev:
         ev._ensure_workers()  # start cost is paid once per evaluator, not per candidate; measured separately below
         t = time.monotonic()
-        cold = ev.evaluate_items([(task, src) for task, _, src in items])
+        cold = ev.evaluate_items(
+            [(task, src) for task, _, src in items], on_result=_progress("cold", labels, t)
+        )
         t_cold = time.monotonic() - t
         t = time.monotonic()
-        warm = ev.evaluate_items([(task, src) for task, _, src in items])
+        warm = ev.evaluate_items(
+            [(task, src) for task, _, src in items], on_result=_progress("warm", labels, t)
+        )
         t_warm = time.monotonic() - t
+    _stage_breakdown("cold", cold)
+    _stage_breakdown("warm", warm)
     n = len(items)
     print(
         f"candidates: {n} ({', '.join(f'{v}: {sum(1 for _, x, _ in items if x == v)}' for v in VARIANTS)})"

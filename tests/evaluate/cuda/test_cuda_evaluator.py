@@ -92,3 +92,13 @@ def test_cli_bad_task_file_fails_with_a_message(tmp_path):
     out = CliRunner().invoke(app, [str(HOSTILE / "good.py"), "--task", str(task_file), "--json"])
     assert out.exit_code != 0
     assert "missing top-level Model, get_inputs, get_init_inputs" in str(out.exception)
+
+
+def test_each_result_is_reported_as_it_finishes(evaluator, saxpy_task):
+    seen = []
+    results = evaluator.evaluate_items(
+        [(saxpy_task, hostile("torch_only")), (saxpy_task, "class ModelNew(:\n")],
+        on_result=lambda index, result: seen.append((index, result.status)),
+    )
+    assert seen == [(0, Status.REJECTED), (1, Status.COMPILE_ERROR)]
+    assert [r.status for r in results] == [s for _, s in seen]

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,8 +77,17 @@ class CudaEvaluator:
         """The Evaluator protocol's batch call: several candidates of one task."""
         return self.evaluate_items([(task, s) for s in sources])
 
-    def evaluate_items(self, items: Sequence[tuple[Task, str]]) -> list[EvalResult]:
-        """Results in input order; compilation of later candidates overlaps GPU runs of earlier ones."""
+    def evaluate_items(
+        self,
+        items: Sequence[tuple[Task, str]],
+        on_result: Callable[[int, EvalResult], None] | None = None,
+    ) -> list[EvalResult]:
+        """Results in input order; compilation of later candidates overlaps GPU runs of earlier ones.
+
+        ``on_result(index, result)`` is called as each candidate finishes (from worker
+        threads), so long batches can report progress.
+        """
+        done = on_result or (lambda index, result: None)
         jobs = []
         for i, (task, source) in enumerate(items):
             if task.language != "cuda":
@@ -87,6 +96,8 @@ class CudaEvaluator:
                 )
             job = _Job(i, task, source, self.cache_dir / "runs" / uuid.uuid4().hex)
             job.result = self._static(job)
+            if job.result is not None:
+                done(i, job.result)
             jobs.append(job)
         pending = [j for j in jobs if j.result is None]
         if pending:
@@ -94,7 +105,9 @@ class CudaEvaluator:
             gpu_queue: queue.Queue[_Job | None] = queue.Queue()
             errors: list[BaseException] = []
             threads = [
-                threading.Thread(target=self._gpu_loop, args=(w, gpu_queue, errors), daemon=True)
+                threading.Thread(
+                    target=self._gpu_loop, args=(w, gpu_queue, errors, done), daemon=True
+                )
                 for w in self._workers
             ]
             for t in threads:
@@ -106,6 +119,8 @@ class CudaEvaluator:
                         job = futures[fut]
                         if fut.result():
                             gpu_queue.put(job)
+                        else:
+                            done(job.index, job.result)
             finally:
                 for _ in threads:
                     gpu_queue.put(None)
@@ -297,16 +312,25 @@ class CudaEvaluator:
             w.start()
 
     def _gpu_loop(
-        self, worker: GpuWorker, jobs: queue.Queue[_Job | None], errors: list[BaseException]
+        self,
+        worker: GpuWorker,
+        jobs: queue.Queue[_Job | None],
+        errors: list[BaseException],
+        done: Callable[[int, EvalResult], None],
     ) -> None:
         try:
-            self._gpu_jobs(worker, jobs)
+            self._gpu_jobs(worker, jobs, done)
         except BaseException as err:
             errors.append(err)
             while jobs.get() is not None:  # drain so the producer never blocks
                 pass
 
-    def _gpu_jobs(self, worker: GpuWorker, jobs: queue.Queue[_Job | None]) -> None:
+    def _gpu_jobs(
+        self,
+        worker: GpuWorker,
+        jobs: queue.Queue[_Job | None],
+        done: Callable[[int, EvalResult], None],
+    ) -> None:
         while (job := jobs.get()) is not None:
             reply = worker.run(
                 {
@@ -324,6 +348,7 @@ class CudaEvaluator:
                 }
             )
             job.result = self._to_result(job, reply)
+            done(job.index, job.result)
 
     # -- results --------------------------------------------------------------------------
     def _result(
