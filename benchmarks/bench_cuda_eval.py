@@ -96,7 +96,7 @@ def section_compile(arch: str, work: Path) -> dict:
             "seconds": round(time.monotonic() - t, 2),
             "steps": out.steps,
             "ok": out.ok,
-            "light_headers": out.light_headers,
+            "cuda_headers": out.cuda_headers,
         }
 
     rows: dict[str, dict] = {}

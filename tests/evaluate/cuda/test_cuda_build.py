@@ -125,3 +125,54 @@ def test_trim_log_keeps_first_error_and_bounds_size():
     kept, first = trim_log(log)
     assert first == "x.cu(3): error: boom"
     assert len(kept) <= 4000 and kept.splitlines()[0] == "note: context"
+
+
+TORCH_FREE_KERNEL = "__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }"
+TORCH_KERNEL = (
+    "#include <torch/extension.h>\n"
+    "__global__ void k(float* x) { x[0] = 1.f; }\n"
+    "torch::Tensor f(torch::Tensor t) { k<<<1, 1>>>(t.data_ptr<float>()); return t; }"
+)
+
+
+@pytest.mark.parametrize(
+    ("cuda_source", "light", "expected"),
+    [
+        (TORCH_FREE_KERNEL, True, ["cuda only", "as written"]),
+        (TORCH_KERNEL, True, ["torch/types.h", "as written"]),
+        ("__global__ void k(float* x) { TORCH_CHECK(x); }", True, ["as written"]),
+        (TORCH_FREE_KERNEL, False, ["as written"]),
+    ],
+    ids=["torch-free", "includes-extension-h", "names-a-torch-macro", "light-headers-off"],
+)
+def test_cuda_file_is_compiled_against_the_lightest_headers_first(
+    tmp_path, cuda_source, light, expected
+):
+    cache = BuildCache(tmp_path, cuda_arch="9.0", host_pch=False, light_cuda_headers=light)
+    spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=cuda_source)
+    tiers = cache._cuda_tiers(spec)
+    assert [tier for tier, _ in tiers] == expected
+    texts = dict(tiers)
+    assert "#include <torch/types.h>" in texts["as written"]
+    if "cuda only" in texts:
+        assert "torch" not in texts["cuda only"] and "#include <cuda_runtime.h>" in texts["cuda only"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_torch_free_kernel_compiles_without_torch_headers(cache):
+    """The .cu of a kernel that never names torch skips torch/types.h (about 30 s of nvcc)."""
+    out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_FREE_KERNEL))
+    assert out.cuda_headers == "cuda only"
+    assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error
+
+
+def test_a_failed_lighter_compile_falls_back_only_when_headers_may_be_the_cause():
+    from maxcode.evaluate.cuda.build import _needs_more_headers
+
+    std_missing = (1, "cuda.cu(3): error: namespace \"std\" has no member \"min\"", 1.0)
+    torch_missing = (1, "cuda.cu(3): error: name followed by \"::\" must be a class: at::", 1.0)
+    assert _needs_more_headers("cuda only", std_missing)  # std headers came with torch's
+    assert not _needs_more_headers("torch/types.h", std_missing)  # the candidate's own error
+    assert _needs_more_headers("torch/types.h", torch_missing)
+    assert not _needs_more_headers("cuda only", (0, "", 1.0))
+    assert not _needs_more_headers("cuda only", (None, "", 1.0))  # timeouts are not retried

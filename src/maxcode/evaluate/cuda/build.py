@@ -44,6 +44,10 @@ from types import ModuleType
 from typing import Any
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A CUDA source that names any of these needs torch's headers (load_inline adds torch/types.h).
+_TORCH_NAME = re.compile(
+    r"\b(torch|at|c10|pybind11|py)\s*::|\b(TORCH|AT|C10|PYBIND11)_[A-Z_]+|#\s*include\s*[<\"](torch|ATen|c10|pybind11)/"
+)
 _EXT_H = re.compile(r"#\s*include\s*[<\"]torch/extension\.h[>\"]")
 _NAME_DEFINE = re.compile(r"^-DTORCH_EXTENSION_NAME=")
 MAX_LOG_CHARS = 4000
@@ -158,12 +162,20 @@ class ExtensionSpec:
             parts.append("}")
         return "\n".join(parts)
 
-    def cuda_cu(self) -> str:
+    def cuda_cu(self, implicit_torch: bool = True) -> str:
+        """The .cu file as load_inline writes it; ``implicit_torch=False`` leaves out the
+        implicit ``torch/types.h`` (for sources that never name torch)."""
         parts = [f"#define TORCH_EXTENSION_NAME {self.name}"]
         if not self.no_implicit_headers:
-            parts += ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
+            if implicit_torch:
+                parts.append("#include <torch/types.h>")
+            parts += ["#include <cuda.h>", "#include <cuda_runtime.h>"]
         parts.extend(self.cuda_sources)
         return "\n".join(parts)
+
+    def names_torch(self) -> bool:
+        """Whether the CUDA sources use torch, ATen, c10 or pybind11 (or include their headers)."""
+        return any(_TORCH_NAME.search(src) for src in self.cuda_sources)
 
 
 @dataclass
@@ -177,7 +189,7 @@ class BuildOutcome:
     failed_step: str = ""  # "pch" | "host" | "cuda" | "link" | "timeout"
     seconds: float = 0.0  # wall time of this build (0 when served from cache)
     steps: dict[str, float] = field(default_factory=dict)  # seconds per step
-    light_headers: bool = False  # the .cu compiled against torch/types.h
+    cuda_headers: str = ""  # what the .cu was compiled against: CUDA_HEADER_TIERS, "" without .cu
     cached: bool = False
 
     def to_dict(self) -> dict:
@@ -413,14 +425,10 @@ class BuildCache:
             host_cmd += ["-include", str(pch_header), "-Winvalid-pch"]
         host_cmd += ["-c", "main.cpp", "-o", "main.o", *flags.post_cflags]
         jobs = {"host": host_cmd}
-        cuda_text = spec.cuda_cu()
-        light_text = (
-            _EXT_H.sub("#include <torch/types.h>", cuda_text)
-            if self.light_cuda_headers
-            else cuda_text
-        )
-        if spec.with_cuda:
-            (work / "cuda.cu").write_text(light_text)
+        tiers = self._cuda_tiers(spec)
+        if tiers:
+            outcome.cuda_headers, text = tiers.pop(0)
+            (work / "cuda.cu").write_text(text)
             jobs["cuda"] = [
                 *flags.nvcc,
                 *flags.cuda_cflags,
@@ -431,13 +439,13 @@ class BuildCache:
                 *flags.cuda_post_cflags,
             ]
         results = _run_parallel(jobs, work, deadline)
-        if "cuda" in results and light_text != cuda_text and _needs_full_headers(results["cuda"]):
-            (work / "cuda.cu").write_text(
-                cuda_text
-            )  # the lighter header was not enough; compile as written
-            results.update(_run_parallel({"cuda": jobs["cuda"]}, work, deadline))
-        else:
-            outcome.light_headers = spec.with_cuda and light_text != cuda_text
+        while tiers and _needs_more_headers(outcome.cuda_headers, results["cuda"]):
+            # The lighter file was not enough: the next tier, up to the source as written.
+            spent = results["cuda"][2]
+            outcome.cuda_headers, text = tiers.pop(0)
+            (work / "cuda.cu").write_text(text)
+            rc, log, secs = _run_parallel({"cuda": jobs["cuda"]}, work, deadline)["cuda"]
+            results["cuda"] = (rc, log, round(spent + secs, 3))
         for step, (rc, log, secs) in results.items():
             outcome.steps[step] = secs
             if rc is None:
@@ -464,6 +472,24 @@ class BuildCache:
             outcome.log, outcome.first_error = trim_log(log, work)
         else:
             outcome.ok = True
+
+    def _cuda_tiers(self, spec: ExtensionSpec) -> list[tuple[str, str]]:
+        """(tier, .cu text), lightest first: torch's headers dominate a small kernel's
+        compile (about 30 s of nvcc), so a source that never names torch is compiled
+        against the CUDA headers alone, one that includes torch/extension.h against the
+        smaller torch/types.h, each falling back to the next tier on failure."""
+        if not spec.with_cuda:
+            return []
+        as_written = spec.cuda_cu()
+        if not self.light_cuda_headers:
+            return [("as written", as_written)]
+        tiers = []
+        if not spec.no_implicit_headers and not spec.names_torch():
+            tiers.append(("cuda only", spec.cuda_cu(implicit_torch=False)))
+        light = _EXT_H.sub("#include <torch/types.h>", as_written)
+        if light != as_written:
+            tiers.append(("torch/types.h", light))
+        return [*tiers, ("as written", as_written)]
 
     def _ensure_pch(self, flags: _Flags, deadline: float) -> Path | BuildOutcome:
         """Precompiled torch/extension.h for exactly these host flags, built once under a lock."""
@@ -514,10 +540,15 @@ class BuildCache:
 _HEADER_ERROR = re.compile(r"error.*(torch|pybind11|PYBIND11|py::|at::|c10|TORCH_)", re.I)
 
 
-def _needs_full_headers(result: tuple[int | None, str, float]) -> bool:
-    """A failure with the light header that names torch/pybind symbols: retry as the candidate wrote it."""
+def _needs_more_headers(tier: str, result: tuple[int | None, str, float]) -> bool:
+    """Whether a failed compile of a lighter .cu should be retried with the next tier.
+
+    Without torch/types.h any error may be a missing transitive include (std headers
+    come with it), so every failure retries; with it, only errors naming torch/pybind."""
     rc, log, _ = result
-    return rc not in (0, None) and bool(_HEADER_ERROR.search(log))
+    if rc in (0, None):
+        return False
+    return tier == "cuda only" or bool(_HEADER_ERROR.search(log))
 
 
 def _copy_failure(src: BuildOutcome, dst: BuildOutcome) -> None:

@@ -217,7 +217,7 @@ class CudaEvaluator:
         job.figures["compile_seconds"] = round(sum(b["seconds"] for b in builds), 3)
         job.figures["compile_wall_seconds"] = reply.get("wall_seconds", 0.0)
         job.figures["builds"] = [
-            {k: b[k] for k in ("name", "key", "ok", "seconds", "steps", "light_headers", "cached")}
+            {k: b[k] for k in ("name", "key", "ok", "seconds", "steps", "cuda_headers", "cached")}
             for b in builds
         ]
         failed = next((b for b in builds if not b["ok"]), None)
@@ -270,7 +270,7 @@ class CudaEvaluator:
                         "log": "",
                         "seconds": self.config.compile_timeout_s,
                         "steps": {},
-                        "light_headers": False,
+                        "cuda_headers": "",
                         "cached": False,
                     }
                 ],
