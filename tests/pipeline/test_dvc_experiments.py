@@ -1,0 +1,158 @@
+"""The commands of docs/experiments.md on a tiny config: the three ablations queued as DVC
+experiments and compared, and results and models pushed to and pulled from the local remote."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import REPO, make_workdir, tiny_params
+
+pytestmark = pytest.mark.slow
+
+GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+METRIC = "ablation.ablated/cpp_builtin.mean_best_speedup"
+# docs/experiments.md: one experiment per row of the paper's ablation, each setting the
+# observation switches of the `ablated` method, so all three land in one metrics column.
+ABLATIONS = {
+    "critique-only": "{trajectory: none, critique: true, best: false}",
+    "best-perf-only": "{trajectory: none, critique: false, best: true}",
+    "traj-critique-best-perf": "{trajectory: all, critique: true, best: true}",
+}
+
+
+def run(cmd: list[str], cwd: Path, timeout: float = 900) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{cmd}: {proc.stdout[-2000:]} {proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git + DVC repository with the tiny config reproduced and committed."""
+    params = tiny_params()
+    params["suites"]["cpp_builtin"]["n_tests"] = 2
+    params["search"].update(depth=2, seeds=[0])
+    params["methods"] = {m: params["methods"][m] for m in ("cuda-llm", "maxcode+random-m")}
+    params["r2g"]["train_methods"] = ["cuda-llm"]
+    params["tables"].update(main=["cuda-llm"], ablation=[], rerank=["maxcode+random-m"])
+    w = make_workdir(tmp_path_factory.mktemp("dvc") / "repo", params)
+    shutil.copy(REPO / "dvc.yaml", w / "dvc.yaml")
+    shutil.copytree(REPO / "src", w / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / ".gitignore", w / ".gitignore")
+    run(["git", "init", "-q"], w)
+    run(["dvc", "init", "-q"], w)
+    shutil.copy(REPO / ".dvc" / "config", w / ".dvc" / "config")  # the project's local remote
+    run(["dvc", "repro"], w)
+    run(["git", "add", "-A"], w)
+    run([*GIT, "commit", "-qm", "baseline"], w)
+    return w
+
+
+def experiments(shown: list[dict]) -> dict[str, dict]:
+    """Experiment name -> its `data` block, from `dvc exp show --json`."""
+    found = {}
+    for rev in shown:
+        for exp in rev.get("experiments") or []:
+            for r in exp["revs"]:
+                found[r["name"]] = r["data"]
+    return found
+
+
+@pytest.mark.skipif(
+    os.environ.get("MAXCODE_DVC_QUEUE_TEST") != "1",
+    reason="three queued DVC experiments take about 3 minutes on 2 cores; "
+    "MAXCODE_DVC_QUEUE_TEST=1 runs them",
+)
+def test_three_ablations_queued_then_compared(baseline: Path) -> None:
+    w = baseline
+    for name, switches in ABLATIONS.items():
+        run(
+            [
+                "dvc", "exp", "run", "--queue", "-n", name,
+                "-S", f"+methods.ablated={switches}",
+                "-S", "tables.ablation=[ablated]",
+            ],
+            w,
+        )  # fmt: skip
+    run(["dvc", "queue", "start", "-j", "2"], w)
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        status = run(["dvc", "queue", "status"], w)
+        if not any(s in status for s in ("Queued", "Running")):
+            break
+        time.sleep(2)
+    assert "Failed" not in status, status + run(["dvc", "queue", "logs", "critique-only"], w)
+
+    found = experiments(json.loads(run(["dvc", "exp", "show", "--json"], w)))
+    assert set(found) == set(ABLATIONS), found.keys()
+    for name, data in found.items():
+        metrics = data["metrics"]["results/metrics.json"]["data"]
+        speedup = metrics["ablation"]["ablated/cpp_builtin"]["mean_best_speedup"]
+        assert speedup > 0, f"{name}: {metrics}"
+        method = data["params"]["params.yaml"]["data"]["methods"]["ablated"]
+        assert method == yaml.safe_load(ABLATIONS[name]), f"{name} ran with {method}"
+    table = run(["dvc", "exp", "show", "--md", "--keep", METRIC], w)
+    assert all(name in table for name in ABLATIONS) and METRIC in table
+
+    # the comparisons docs/experiments.md names work between two experiments
+    diff = json.loads(
+        run(
+            [
+                "dvc",
+                "metrics",
+                "diff",
+                "--all",
+                "--json",
+                "critique-only",
+                "traj-critique-best-perf",
+            ],
+            w,
+        )
+    )
+    compared = diff["results/metrics.json"][METRIC]
+    assert compared["old"] > 0 and compared["new"] > 0, compared
+    plots = run(["dvc", "plots", "diff", "critique-only", "best-perf-only", "--json"], w)
+    assert "speedup_vs_depth.csv" in plots and "ablated" in plots
+
+
+def test_push_then_pull_into_a_fresh_clone_restores_results_and_models(
+    baseline: Path, tmp_path: Path
+) -> None:
+    w = baseline
+    run(["dvc", "push"], w)
+    storage = w / ".dvc-storage"
+    assert any(storage.rglob("*")), "dvc push wrote nothing to the local remote"
+
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(w), str(clone)], tmp_path)
+    assert not (clone / "results").exists() and not (clone / "models").exists()
+    # the clone's default remote is its own .dvc-storage; point it at the one pushed to
+    run(["dvc", "remote", "modify", "--local", "local", "url", str(storage)], clone)
+    run(["dvc", "pull"], clone)
+
+    for rel in (
+        "results/metrics.json",
+        "results/tables/main.csv",
+        "results/tables/kernelcompare.csv",
+        "results/plots/speedup_vs_depth.csv",
+        "models/r2g",
+        "models/kernelcompare",
+        "results/rollouts",
+    ):
+        original, pulled = w / rel, clone / rel
+        files = sorted(p.relative_to(original) for p in original.rglob("*") if p.is_file())
+        if original.is_file():
+            assert pulled.read_bytes() == original.read_bytes(), rel
+            continue
+        assert files, f"{rel} is empty in the baseline"
+        for f in files:
+            assert (pulled / f).read_bytes() == (original / f).read_bytes(), f"{rel}/{f}"
+    assert "up to date" in run(["dvc", "status"], clone)
