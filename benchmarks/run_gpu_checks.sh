@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Every GPU check and GPU benchmark of the project, in one go, on a machine with an NVIDIA
+# GPU, nvcc and torch with CUDA (run from the repository root). Each step has a time limit
+# and writes its log (and JSON where it has one) to OUT; a step that fails or runs out of
+# time does not stop the next.
+#
+#   benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]
+#
+# KERNELBENCH_SRC: the src/ folder of a KernelBench checkout, for the side-by-side
+# comparison with KernelBench's own harness (skipped without it).
+set -uo pipefail
+out="${1:?usage: benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]}"
+kb_src="${2:-}"
+mkdir -p "$out" && out="$(cd "$out" && pwd)"
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+
+step() {  # step NAME SECONDS COMMAND...: run with a limit, log to OUT/NAME.log
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name (limit ${limit} s)"
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  echo "   exit $? after $((SECONDS - t0)) s; log: $out/$name.log"
+}
+
+# Tasks with hand-written candidates in four variants (correct, slow, wrong, compile error).
+tasks="1_Scaled_vector_add.py 2_GELU_tanh.py 3_Row_sum.py 5_Softmax.py 6_LayerNorm.py 8_Square_matmul.py 1_Linear_ReLU_BiasAdd.py 4_Residual_LayerNorm.py"
+
+step gpu-tests 900 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider --durations=15
+step throughput 900 python3 benchmarks/bench_cuda_eval.py --section throughput --tasks $tasks \
+  --work "$out/.work" --json "$out/throughput.json"
+if [ -n "$kb_src" ]; then
+  step kernelbench 900 python3 benchmarks/compare_kernelbench.py --kb-src "$kb_src" --tasks $tasks \
+    --ours-cache "$out/.work/throughput-cache" --json "$out/kernelbench.json"
+fi
+step offline-cuda-policy 900 python3 benchmarks/bench_offline_cuda_policy.py --depth 3 --k 3 \
+  --cache "$out/.work/policy-cache" --json "$out/offline_cuda_policy.json"
+model=src/maxcode/tasks/builtin_cuda/level2/3_Scale_Add_Clamp.py
+step optimize 600 python3 -m maxcode optimize "$model" --kind cuda --depth 3 --k 3 --out "$out/optimize"
+
+# The gpu preset end to end on a small slice (3 tasks per suite, CUDA-LLM and +MaxCode,
+# depth 2, one seed), in a copy of the workflow so this checkout's results stay as they are.
+work="$out/gpu-preset"
+mkdir -p "$work/data"
+cp -r Snakefile workflow envs "$work/" && cp data/paper_reference.yaml "$work/data/"
+python3 - "$work/params.yaml" <<'PY'
+import sys
+from pathlib import Path
+
+import yaml
+
+cfg = yaml.safe_load(Path("presets/gpu.yaml").read_text())
+keep = ["cuda-llm", "cuda-llm+maxcode"]
+cfg["methods"] = {name: m for name, m in cfg["methods"].items() if name in keep}
+cfg["search"].update(seeds=[0], depth=2)
+for suite in cfg["suites"].values():
+    suite["limit"] = 3
+cfg["tables"].update(main=keep, ablation=[], rerank=[])
+cfg["r2g"]["train_methods"] = keep
+Path(sys.argv[1]).write_text(yaml.safe_dump(cfg, sort_keys=False))
+PY
+(cd "$work" && step gpu-preset 900 snakemake --profile workflow/profiles/gpu --cores "$(nproc)" results/tables/main.md)
+cp "$work"/results/tables/main.md "$out/gpu-preset-main.md" 2>/dev/null || true
