@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maxcode.evaluate.result import EvalResult
+from maxcode.sqlite_wal import connect_wal
 from maxcode.tasks.model import Task
 
 SCHEMA = """
@@ -56,14 +57,15 @@ class EvalCache:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             try:
-                conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-                conn.execute("PRAGMA synchronous=NORMAL")
+                conn = connect_wal(self.path, self.busy_timeout_s)
             except sqlite3.DatabaseError as err:
+                hint = (
+                    f"another process held it locked for over {self.busy_timeout_s:g} s"
+                    if "locked" in str(err)
+                    else "delete the file to start an empty cache"
+                )
                 raise RuntimeError(
-                    f"{self.path}: cannot open the evaluation cache ({err}); delete the file "
-                    "to start an empty cache"
+                    f"{self.path}: cannot open the evaluation cache ({err}); {hint}"
                 ) from err
             self._local.conn = conn
         return conn

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from maxcode.llm.backend import Completion, SamplingParams
+from maxcode.sqlite_wal import connect_wal
 
 SCHEMA_VERSION = 1
 
@@ -41,23 +42,20 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            self.path, timeout=busy_timeout_s, check_same_thread=False, isolation_level=None
-        )
         try:
-            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db = connect_wal(
+                self.path, busy_timeout_s, check_same_thread=False, isolation_level=None
+            )
+        except sqlite3.DatabaseError as err:
+            raise sqlite3.DatabaseError(
+                f"{self.path}: not a usable response cache ({err}); move it away to start a new one"
+            ) from err
+        with self._lock:
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS completions ("
                 " key TEXT PRIMARY KEY, identity TEXT NOT NULL,"
                 " completion TEXT NOT NULL, created REAL NOT NULL)"
             )
-        except sqlite3.DatabaseError as err:
-            self._db.close()
-            raise sqlite3.DatabaseError(
-                f"{self.path}: not a usable response cache ({err}); move it away to start a new one"
-            ) from err
 
     def get(self, key: str) -> Completion | None:
         with self._lock:

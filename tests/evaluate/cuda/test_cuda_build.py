@@ -155,7 +155,9 @@ def test_cuda_file_is_compiled_against_the_lightest_headers_first(
     texts = dict(tiers)
     assert "#include <torch/types.h>" in texts["as written"]
     if "cuda only" in texts:
-        assert "torch" not in texts["cuda only"] and "#include <cuda_runtime.h>" in texts["cuda only"]
+        assert (
+            "torch" not in texts["cuda only"] and "#include <cuda_runtime.h>" in texts["cuda only"]
+        )
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -169,8 +171,8 @@ def test_torch_free_kernel_compiles_without_torch_headers(cache):
 def test_a_failed_lighter_compile_falls_back_only_when_headers_may_be_the_cause():
     from maxcode.evaluate.cuda.build import _needs_more_headers
 
-    std_missing = (1, "cuda.cu(3): error: namespace \"std\" has no member \"min\"", 1.0)
-    torch_missing = (1, "cuda.cu(3): error: name followed by \"::\" must be a class: at::", 1.0)
+    std_missing = (1, 'cuda.cu(3): error: namespace "std" has no member "min"', 1.0)
+    torch_missing = (1, 'cuda.cu(3): error: name followed by "::" must be a class: at::', 1.0)
     assert _needs_more_headers("cuda only", std_missing)  # std headers came with torch's
     assert not _needs_more_headers("torch/types.h", std_missing)  # the candidate's own error
     assert _needs_more_headers("torch/types.h", torch_missing)
