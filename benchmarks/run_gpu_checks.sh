@@ -7,7 +7,9 @@
 #   benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]
 #
 # KERNELBENCH_SRC: the src/ folder of a KernelBench checkout, for the side-by-side
-# comparison with KernelBench's own harness (skipped without it).
+# comparison with KernelBench's own harness (skipped without it). STEPS (environment) picks
+# steps by name, e.g. STEPS="gpu-tests optimize"; default: all of gpu-tests throughput
+# kernelbench offline-cuda-policy optimize gpu-preset.
 set -uo pipefail
 out="${1:?usage: benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]}"
 kb_src="${2:-}"
@@ -15,9 +17,13 @@ mkdir -p "$out" && out="$(cd "$out" && pwd)"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
+steps="${STEPS:-gpu-tests throughput kernelbench offline-cuda-policy optimize gpu-preset}"
+wanted() { [[ " $steps " == *" $1 "* ]]; }
+
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to OUT/NAME.log
   local name=$1 limit=$2
   shift 2
+  wanted "$name" || return 0
   echo "== $name (limit ${limit} s)"
   local t0=$SECONDS
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
@@ -41,6 +47,7 @@ step optimize 600 python3 -m maxcode optimize "$model" --kind cuda --depth 3 --k
 
 # The gpu preset end to end on a small slice (3 tasks per suite, CUDA-LLM and +MaxCode,
 # depth 2, one seed), in a copy of the workflow so this checkout's results stay as they are.
+wanted gpu-preset || exit 0
 work="$out/gpu-preset"
 mkdir -p "$work/data"
 cp -r Snakefile workflow envs "$work/" && cp data/paper_reference.yaml "$work/data/"
