@@ -189,7 +189,8 @@ class BuildOutcome:
     failed_step: str = ""  # "pch" | "host" | "cuda" | "link" | "timeout"
     seconds: float = 0.0  # wall time of this build (0 when served from cache)
     steps: dict[str, float] = field(default_factory=dict)  # seconds per step
-    cuda_headers: str = ""  # what the .cu was compiled against: CUDA_HEADER_TIERS, "" without .cu
+    # What the .cu was compiled against: "cuda only", "torch/types.h", "as written" ("": no .cu).
+    cuda_headers: str = ""
     cached: bool = False
 
     def to_dict(self) -> dict:
