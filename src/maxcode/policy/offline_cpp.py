@@ -84,11 +84,13 @@ class OfflineCppPolicy:
             raise ValueError(f"k={k}: the policy needs to propose at least one candidate")
         task = obs.task
         if task.language != "cpp":
-            return self._unsupported(
-                k, f"{self.name} rewrites C++ only; task {task.task_id} is {task.language}"
+            return Proposal.unsupported(
+                k,
+                f"{self.name} rewrites C++ only; task {task.task_id} is {task.language}",
+                policy=self.name,
             )
         base_source, base_set, base_id = _base_of(obs)
-        history = _history(obs)
+        history = obs.attempts_shown()
         banned = _banned(history)
         tried = {frozenset(a.meta.get("transformations", ())) for a in history}
         tried.add(frozenset(base_set))
@@ -105,7 +107,9 @@ class OfflineCppPolicy:
                 if not banned
                 else f"no transformation applies to {base_id} apart from ones whose candidates failed: {sorted(banned)}"
             )
-            return self._unsupported(k, f"{why} (tried so far: {sorted(base_set) or 'none'})")
+            return Proposal.unsupported(
+                k, f"{why} (tried so far: {sorted(base_set) or 'none'})", policy=self.name
+            )
         focus = _critique_focus(obs)
         weights = {
             t: self.preferred_weight if TRANSFORMS[t].targets & focus else 1.0 for t in applicable
@@ -146,23 +150,18 @@ class OfflineCppPolicy:
                 )
             )
         if not proposals:
-            return self._unsupported(
-                k, f"every combination of {applicable} on {base_id} was already tried"
+            return Proposal.unsupported(
+                k,
+                f"every combination of {applicable} on {base_id} was already tried",
+                policy=self.name,
             )
         if len(proposals) < k:
-            proposals += self._unsupported(
+            proposals += Proposal.unsupported(
                 k - len(proposals),
                 f"only {len(proposals)} distinct untried rewrites of {base_id} exist",
+                policy=self.name,
             )
         return proposals
-
-    def _unsupported(self, n: int, reason: str) -> list[Proposal]:
-        return [
-            Proposal(
-                source=None, reason=reason, status_hint="unsupported", meta={"policy": self.name}
-            )
-            for _ in range(n)
-        ]
 
 
 def _base_of(obs: Observation) -> tuple[str, list[str], str]:
@@ -174,13 +173,6 @@ def _base_of(obs: Observation) -> tuple[str, list[str], str]:
         return obs.task.reference_source, [], "reference"
     base = max(correct, key=lambda a: a.reward)
     return base.source, list(base.meta.get("transformations", ())), base.candidate_id
-
-
-def _history(obs: Observation) -> list[Attempt]:
-    attempts = list(obs.trajectory)
-    if obs.best is not None and all(a.candidate_id != obs.best.candidate_id for a in attempts):
-        attempts.append(obs.best)
-    return attempts
 
 
 def _banned(history: list[Attempt]) -> set[str]:

@@ -63,6 +63,15 @@ class Observation:
     method: str
     include_trajectory: bool = True  # False (Critique-only): show critiques, not code
 
+    def attempts_shown(self) -> list[Attempt]:
+        """Every attempt the observation shows: the trajectory, plus the best if not in it."""
+        attempts = list(self.trajectory)
+        if self.best is not None and all(
+            a.candidate_id != self.best.candidate_id for a in attempts
+        ):
+            attempts.append(self.best)
+        return attempts
+
 
 @dataclass
 class Proposal:
@@ -72,6 +81,14 @@ class Proposal:
     meta: dict = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     prompt_version: str | None = None
+
+    @classmethod
+    def unsupported(cls, n: int, reason: str, **meta: object) -> list[Proposal]:
+        """``n`` proposals without code that say why the policy has nothing (more) to offer."""
+        return [
+            cls(source=None, reason=reason, status_hint="unsupported", meta=dict(meta))
+            for _ in range(n)
+        ]
 
 
 class Policy(Protocol):

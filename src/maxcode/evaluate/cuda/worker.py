@@ -14,6 +14,7 @@ import statistics
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -464,22 +465,31 @@ class _Run:
                 f"with {name}={new_value} instead of {value}: {verdict['reason']}",
             )
 
+    def gpu_trace(self, label: str, work: Callable[[], None]) -> list[dict[str, Any]]:
+        """The torch profiler's chrome-trace events (CUDA activity) of ``work``, synchronized."""
+        from torch.profiler import ProfilerActivity, profile
+
+        trace = self.job_dir / f"{label}.trace.json"
+        _synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            work()
+            _synchronize()
+        prof.export_chrome_trace(str(trace))
+        return json.loads(trace.read_text()).get("traceEvents", [])
+
     def check_streams(self) -> None:
         """Kernels the candidate launches must run on the stream the harness times."""
         if not self.enabled("stream_or_thread"):
             return
-        from torch.profiler import ProfilerActivity, profile
-
         inputs = self.sample_inputs
-        trace = self.job_dir / "trace.json"
+
+        def marked_call() -> None:
+            marker = torch.ones(1, device=self.device)
+            marker.add_(1)
+            self.model_new(*inputs)
+
         try:
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                marker = torch.ones(1, device=self.device)
-                marker.add_(1)
-                self.model_new(*inputs)
-                _synchronize()
-            prof.export_chrome_trace(str(trace))
-            events = json.loads(trace.read_text()).get("traceEvents", [])
+            events = self.gpu_trace("streams", marked_call)
         except Exception as err:
             self.figures["warnings"].append(f"stream check unavailable: {_describe(err)}")
             return
@@ -551,21 +561,17 @@ class _Run:
     # -- profile (Effi-Learner) -----------------------------------------------------------
     def profile_kernels(self) -> None:
         """Per-kernel GPU time of the candidate's and the reference's forward (torch profiler)."""
-        from torch.profiler import ProfilerActivity, profile
-
         inputs = self.sample_inputs
         calls = self.cfg.profile_calls
         traces = {}
         for label, module in (("candidate", self.model_new), ("reference", self.model)):
-            trace = self.job_dir / f"profile-{label}.json"
+
+            def repeated(module: Any = module) -> None:
+                for _ in range(calls):
+                    module(*inputs)
+
             try:
-                _synchronize()
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    for _ in range(calls):
-                        module(*inputs)
-                    _synchronize()
-                prof.export_chrome_trace(str(trace))
-                traces[label] = json.loads(trace.read_text()).get("traceEvents", [])
+                traces[label] = self.gpu_trace(f"profile-{label}", repeated)
             except Exception as err:
                 self.figures["warnings"].append(f"kernel profile unavailable: {_describe(err)}")
                 return

@@ -106,15 +106,18 @@ class OfflineCudaPolicy:
             raise ValueError(f"k={k}: the policy needs to propose at least one candidate")
         task = obs.task
         if task.language != "cuda":
-            return self._unsupported(
-                k, f"{self.name} writes CUDA only; task {task.task_id} is {task.language}"
+            return Proposal.unsupported(
+                k,
+                f"{self.name} writes CUDA only; task {task.task_id} is {task.language}",
+                policy=self.name,
+                family=None,
             )
         analysis = self.analyze(task.reference_source, task.metadata.get("file_name", task.task_id))
         if analysis.plan is None:
-            return self._unsupported(k, analysis.reason)
+            return Proposal.unsupported(k, analysis.reason, policy=self.name, family=None)
         plan = analysis.plan
         defaults = [space.default(s) for s in plan.stages]
-        history = [a for a in _history(obs) if a.meta.get("family") == plan.family]
+        history = [a for a in obs.attempts_shown() if a.meta.get("family") == plan.family]
         tried = {config_key(a.meta["params"]) for a in history if "params" in a.meta}
         bad = _bad_values(history)
         base_attempt = _best_correct(history)
@@ -168,30 +171,14 @@ class OfflineCudaPolicy:
             for config, changed in chosen
         ]
         if len(proposals) < k:
-            proposals += self._unsupported(
+            proposals += Proposal.unsupported(
                 k - len(proposals),
                 f"parameter space of the {plan.family} template exhausted for {task.task_id}: "
                 f"every configuration was tried or uses a value that failed",
+                policy=self.name,
+                family=None,
             )
         return proposals
-
-    def _unsupported(self, n: int, reason: str) -> list[Proposal]:
-        return [
-            Proposal(
-                source=None,
-                reason=reason,
-                status_hint="unsupported",
-                meta={"policy": self.name, "family": None},
-            )
-            for _ in range(n)
-        ]
-
-
-def _history(obs: Observation) -> list[Attempt]:
-    attempts = list(obs.trajectory)
-    if obs.best is not None and all(a.candidate_id != obs.best.candidate_id for a in attempts):
-        attempts.append(obs.best)
-    return attempts
 
 
 def _best_correct(history: list[Attempt]) -> Attempt | None:
