@@ -173,7 +173,13 @@ def section_throughput(
     cfg = CudaEvalConfig()
     cache = work / "throughput-cache"
     with CudaEvaluator(cfg, cache, gpus=gpus) as ev:
-        ev._ensure_workers()  # start cost is paid once per evaluator, not per candidate; measured separately below
+        t = time.monotonic()
+        ev._ensure_workers()  # start cost is paid once per evaluator, not per candidate
+        worker = ev._workers[0]
+        print(
+            f"GPU worker started in {time.monotonic() - t:.1f} s; compiler stack preloaded in the zygote: "
+            + ("yes" if worker.optional_preload else f"no ({worker.probe_error})")
+        )
         t = time.monotonic()
         cold = ev.evaluate_items(
             [(task, src) for task, _, src in items], on_result=_progress("cold", labels, t)
@@ -205,13 +211,18 @@ def section_throughput(
     )
     print(
         f"evaluation time per candidate (GPU process, warm): median {statistics.median(eval_s):.2f} s, max {max(eval_s):.2f} s"
+        " (stage 'timing' includes 'torch_compile')"
     )
     diffs = []
     for a, b, label in zip(cold, warm, labels, strict=True):
         if a.speedup and b.speedup:
             diffs.append(abs(a.speedup - b.speedup) / a.speedup)
+            ra, rb = a.figures["runtime_ms"], b.figures["runtime_ms"]
             print(
-                f"  {label:36s} speedup run1 {a.speedup:8.3f}  run2 {b.speedup:8.3f}  diff {100 * diffs[-1]:5.2f}%  cv {a.figures['runtime_ms']['candidate']['cv']:.3f}"
+                f"  {label:36s} speedup run1 {a.speedup:8.3f}  run2 {b.speedup:8.3f}  diff {100 * diffs[-1]:5.2f}%"
+                f"  candidate ms {ra['candidate']['median']:.4f}/{rb['candidate']['median']:.4f}"
+                f"  eager ms {ra['eager']['median']:.4f}/{rb['eager']['median']:.4f}"
+                f"  rounds {ra['candidate']['n']}/{rb['candidate']['n']}  cv {ra['candidate']['cv']:.3f}"
             )
         elif a.status != b.status:
             print(f"  {label:36s} VERDICT CHANGED {a.status} -> {b.status}")
@@ -279,7 +290,7 @@ def section_baselines(
         inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
         with torch.no_grad():
             times = time_interleaved(
-                {"eager": model, "compiled": torch.compile(model)}, inputs, 3, 100, True, l2
+                {"eager": model, "compiled": torch.compile(model)}, inputs, 3, 100, True, l2, 1.0
             )
         ours = {k: summarize(v)["median"] for k, v in times.items()}
         theirs = {k: published[k][level][name]["mean"] for k in published}

@@ -45,7 +45,7 @@ step offline-cuda-policy 900 python3 benchmarks/bench_offline_cuda_policy.py --d
 model=src/maxcode/tasks/builtin_cuda/level2/3_Scale_Add_Clamp.py
 step optimize 600 python3 -m maxcode optimize "$model" --kind cuda --depth 3 --k 3 --out "$out/optimize"
 
-# The gpu preset end to end on a small slice (3 tasks per suite, CUDA-LLM and +MaxCode,
+# The gpu preset end to end on a small slice (2 tasks per suite, CUDA-LLM and +MaxCode,
 # depth 2, one seed), in a copy of the workflow so this checkout's results stay as they are.
 wanted gpu-preset || exit 0
 work="$out/gpu-preset"
@@ -62,10 +62,10 @@ keep = ["cuda-llm", "cuda-llm+maxcode"]
 cfg["methods"] = {name: m for name, m in cfg["methods"].items() if name in keep}
 cfg["search"].update(seeds=[0], depth=2)
 for suite in cfg["suites"].values():
-    suite["limit"] = 3
+    suite["limit"] = 2
 cfg["tables"].update(main=keep, ablation=[], rerank=[])
 cfg["r2g"]["train_methods"] = keep
 Path(sys.argv[1]).write_text(yaml.safe_dump(cfg, sort_keys=False))
 PY
-(cd "$work" && step gpu-preset 900 snakemake --profile workflow/profiles/gpu --cores "$(nproc)" results/tables/main.md)
+(cd "$work" && step gpu-preset 540 snakemake --profile workflow/profiles/gpu --cores "$(nproc)" results/tables/main.md)
 cp "$work"/results/tables/main.md "$out/gpu-preset-main.md" 2>/dev/null || true

@@ -301,8 +301,8 @@ def unit_lock(inflight: Path) -> Iterator[None]:
 
 def make_tables(
     rollouts: list[Path],
-    ranking: Path,
-    card: Path,
+    ranking: Path | None,
+    card: Path | None,
     tables: dict,
     preset: str,
     llm: dict,
@@ -313,7 +313,9 @@ def make_tables(
     params: dict | None = None,
 ) -> None:
     """Every table from the records; ``methods`` give the budgets, ``reference`` the papers'
-    numbers; ``results/provenance.json`` says what produced them (for the HTML report)."""
+    numbers; ``results/provenance.json`` says what produced them (for the HTML report).
+    ``ranking`` and ``card`` (the reward-to-go model's results) are None when no rerank
+    table is asked for."""
     import json
 
     from maxcode.records import atomic_write_json
@@ -335,8 +337,8 @@ def make_tables(
     write_all(
         runs,
         tables,
-        json.loads(Path(ranking).read_text()),
-        json.loads(Path(card).read_text()),
+        json.loads(Path(ranking).read_text()) if ranking else {},
+        json.loads(Path(card).read_text()) if card else {},
         context,
         Path(outputs[0]).parent,
         next(Path(p) for p in outputs if p.endswith(".png")).parent,

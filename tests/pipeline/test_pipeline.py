@@ -119,3 +119,20 @@ def test_missing_records_file_is_named(tmp_path: Path):
     proc = snakemake(workdir)
     assert proc.returncode != 0 and "nope.jsonl" in proc.stderr
     assert yaml.safe_load((workdir / "params.yaml").read_text())["suites"]["mine"]["kind"] == "pie"
+
+
+def test_tables_without_a_rerank_table_train_no_reward_to_go_model(tmp_path: Path):
+    """A quick look at two methods (the GPU check's slice) needs no reranker and no encoder."""
+    params = tiny_params()
+    params["suites"]["cpp_builtin"]["problems"] = ["io_prefix_sums_endl"]
+    params["search"].update(depth=1, seeds=[0])
+    params["tables"].update(ablation=[], rerank=[])
+    workdir = make_workdir(tmp_path / "w", params)
+    proc = snakemake(workdir, "results/tables/main.md")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "r2g" not in proc.stdout + proc.stderr
+    assert not (workdir / "results" / "r2g").exists() and not (workdir / "models").exists()
+    main = (workdir / "results" / "tables" / "main.md").read_text()
+    assert "cuda-llm+maxcode" in main
+    metrics = json.loads((workdir / "results" / "metrics.json").read_text())
+    assert metrics["r2g"] == {} and metrics["rerank"] == {}

@@ -69,12 +69,12 @@ def reported(path):
 
 
 def tables_inputs(wildcards):
-    """Rollouts, the reward-to-go results, and the papers' numbers when a file is set."""
-    inputs = {
-        "rollouts": PLAN.all_rollouts(),
-        "ranking": "results/r2g/ranking.json",
-        "card": "data/r2g/card.json",
-    }
+    """Rollouts; the reward-to-go results when the rerank table has methods (else no model is
+    trained); the papers' numbers when a file is set."""
+    inputs = {"rollouts": PLAN.all_rollouts()}
+    if PLAN.rerank_methods():
+        inputs["ranking"] = "results/r2g/ranking.json"
+        inputs["card"] = "data/r2g/card.json"
     if config["tables"].get("reference"):
         inputs["reference"] = config["tables"]["reference"]
     return inputs

@@ -5,8 +5,8 @@ from maxcode.pipeline import make_tables
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115
 make_tables(
     list(snakemake.input.rollouts),
-    snakemake.input.ranking,
-    snakemake.input.card,
+    snakemake.input.get("ranking"),
+    snakemake.input.get("card"),
     snakemake.params.tables,
     snakemake.params.preset,
     snakemake.params.llm,

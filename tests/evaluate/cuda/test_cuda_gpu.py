@@ -36,7 +36,9 @@ def results(builtin_tasks, cache_dir):
     from cuda_candidates import candidate_source
 
     items = [(builtin_tasks[f], candidate_source(f, v)) for f, v, _ in CASES]
-    with CudaEvaluator(CudaEvalConfig(timing_trials=30), cache_dir) as ev:
+    with CudaEvaluator(CudaEvalConfig(timing_trials=30, timing_seconds=0), cache_dir) as ev:
+        ev._ensure_workers()
+        assert ev._workers[0].probe_error is None, "compiler preload fell back: see gpu0.log"
         return ev.evaluate_items(items)
 
 
@@ -60,6 +62,28 @@ def test_ok_result_carries_timing_env_and_roofline(results):
         assert r.figures[key] is not None and r.figures[key] >= 0
     assert 0 < r.figures["achieved_bandwidth_gbs"] < r.figures["peak_bandwidth_gbs"] * 1.2
     assert len(r.tests) == 5 and all(t.status is Status.OK for t in r.tests)
+
+
+def test_stages_are_timed_separately(results):
+    stages = results[0].figures["stage_seconds"]
+    for name in ("load", "construct", "result_reuse", "correctness", "shapes", "streams", "timing"):
+        assert stages[name] >= 0, stages
+    assert stages["torch_compile"] <= stages["timing"]
+
+
+def test_short_kernels_get_more_timed_rounds(builtin_tasks, cache_dir):
+    from cuda_candidates import candidate_source
+
+    config = CudaEvalConfig(
+        correctness_trials=1, timing_trials=20, timing_seconds=5.0, time_compiled_reference=False
+    )
+    with CudaEvaluator(config, cache_dir) as ev:
+        r = ev.evaluate(
+            builtin_tasks["1_Scaled_vector_add.py"],
+            candidate_source("1_Scaled_vector_add.py", "fast"),
+        )
+    assert r.status is Status.OK, r.reason
+    assert r.timing.repeats == 200  # the 10x cap: a vector add never fills 5 s in 200 rounds
 
 
 def test_matmul_reports_flops(results):

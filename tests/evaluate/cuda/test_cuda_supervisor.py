@@ -90,3 +90,24 @@ def test_dead_zygote_is_restarted(worker, tmp_path):
     reply = worker.run(job(tmp_path, "answer"))
     assert reply["status"] == "ok"
     assert worker.restarts >= 1
+
+
+@pytest.mark.parametrize(("probe", "kept"), [("probe_passes", True), ("probe_fails", False)])
+def test_optional_preload_is_kept_only_when_the_forked_probe_passes(tmp_path, probe, kept):
+    w = GpuWorker(
+        gpu=None,
+        preload=(),
+        extra_env={"PYTHONPATH": f"{SRC}{os.pathsep}{HERE}"},
+        log_path=tmp_path / "zygote.log",
+        optional_preload=("xml.dom.minidom",),
+        probe=f"cuda_standins:{probe}",
+    )
+    w.start()
+    try:
+        reply = w.run(job(tmp_path, "preloaded"))
+    finally:
+        w.stop()
+    assert reply["status"] == "ok" and reply["figures"]["has_minidom"] is kept
+    assert (w.probe_error is None) is kept
+    if not kept:
+        assert "without the optional preload" in (tmp_path / "zygote.log").read_text()

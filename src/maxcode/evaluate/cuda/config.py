@@ -40,6 +40,12 @@ class CudaEvalConfig:
         default=100,
         metadata={"help": "timed calls per variant, interleaved candidate/eager/compiled"},
     )
+    timing_seconds: float = field(
+        default=1.0,
+        metadata={
+            "help": "short kernels get more timed rounds (up to 10x timing_trials) until they fill about this many seconds"
+        },
+    )
     flush_l2: bool = field(
         default=True,
         metadata={"help": "overwrite a buffer twice the L2 size before each timed call"},
@@ -116,8 +122,10 @@ class CudaEvalConfig:
         for name in ("correctness_trials", "timing_trials", "profile_calls"):
             if getattr(self, name) < 1:
                 raise ValueError(f"CudaEvalConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.warmup < 0 or self.compile_workers < 0:
-            raise ValueError("CudaEvalConfig.warmup and compile_workers must be >= 0")
+        if self.warmup < 0 or self.compile_workers < 0 or self.timing_seconds < 0:
+            raise ValueError(
+                "CudaEvalConfig.warmup, compile_workers and timing_seconds must be >= 0"
+            )
         for name in ("atol_fp32", "rtol_fp32", "atol_half", "rtol_half"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"CudaEvalConfig.{name} must be > 0, got {getattr(self, name)}")

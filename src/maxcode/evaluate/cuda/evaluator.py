@@ -35,6 +35,14 @@ from maxcode.records import atomic_write_json
 from maxcode.tasks.model import Task
 
 EVALUATOR_VERSION = "1"
+# Imported by every candidate's process for torch.compile and the profiler; preloaded in the
+# zygote when a forked probe shows the GPU still works after importing them.
+FORK_SAFE_IF_PROBED = (
+    "torch._dynamo",
+    "torch._inductor.compile_fx",
+    "torch._inductor.codegen.triton",
+    "torch.profiler",
+)
 
 
 @dataclass
@@ -295,18 +303,27 @@ class CudaEvaluator:
             raise RuntimeError(
                 "no NVIDIA GPU visible; CUDA candidates can only be compiled and statically checked here"
             )
-        # Only modules that leave the CUDA driver untouched: inductor/triton imports initialize it,
-        # and a driver initialized before fork breaks every child (seen on the H100).
-        preload = ["torch", "maxcode.evaluate.cuda.worker"]
+        # A CUDA driver initialized before fork breaks every child. torch and the worker leave it
+        # alone; the compiler stack is kept only if a forked probe can still use the GPU after it
+        # (torch.cuda.is_available() checks through NVML, not the driver, with the variable below).
         env = {
             "TORCHINDUCTOR_CACHE_DIR": str(self.cache_dir / "inductor"),
             "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
             "TORCHINDUCTOR_COMPILE_THREADS": "1",
+            "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
             "PYTHONPATH": _pythonpath(),
         }
         (self.cache_dir / "logs").mkdir(parents=True, exist_ok=True)
         self._workers = [
-            GpuWorker(g, tuple(preload), env, self.cache_dir / "logs" / f"gpu{g}.log") for g in gpus
+            GpuWorker(
+                g,
+                ("torch", "maxcode.evaluate.cuda.worker"),
+                env,
+                self.cache_dir / "logs" / f"gpu{g}.log",
+                optional_preload=FORK_SAFE_IF_PROBED,
+                probe="maxcode.evaluate.cuda.worker:gpu_probe",
+            )
+            for g in gpus
         ]
         for w in self._workers:
             w.start()

@@ -1,11 +1,17 @@
 """Sandboxed execution: a zygote process per GPU forks one fresh process per candidate.
 
-The zygote imports torch (and inductor) once but never touches CUDA, so every forked
-child starts with a clean CUDA context; a crash, an illegal memory access, a hang or a
+The zygote imports torch once but never touches CUDA, so every forked child starts with
+a clean CUDA context; a crash, an illegal memory access, a hang or a
 memory blow-up kills only that child, and the zygote reports it as the candidate's
 result. The parent (``GpuWorker``) restarts a zygote that itself dies or stops
 answering. Protocol: one JSON job per line on the zygote's stdin, one JSON reply per
 line on its stdout; candidates' own output goes to a per-job log file.
+
+Heavier modules (dynamo, inductor, the profiler) are worth preloading too: each child
+would otherwise import them again, seconds per candidate. Whether an import leaves the
+CUDA driver uninitialized depends on the torch build, so they are an *optional* preload:
+the zygote forks a probe child that must use the GPU; if the probe fails, the worker
+restarts the zygote with the required preload only and says why in its log.
 """
 
 from __future__ import annotations
@@ -127,17 +133,27 @@ def _tail(path: Path) -> str:
 
 def serve() -> None:
     """Zygote main loop: warm imports once, then one forked child per job line."""
-    for name in os.environ.get("MAXCODE_ZYGOTE_PRELOAD", "").split(","):
-        if name:
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # stray prints in the zygote go to stderr, never into the protocol
+    for name in _names("MAXCODE_ZYGOTE_PRELOAD"):
+        importlib.import_module(name)
+    optional = _names("MAXCODE_ZYGOTE_PRELOAD_OPTIONAL")
+    skipped = []
+    for name in optional:
+        try:
             importlib.import_module(name)
+        except ImportError as err:
+            skipped.append(f"{name}: {err}")
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         raise RuntimeError(
             "CUDA was initialized in the zygote; forked children would inherit a broken context"
         )
-    out = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # stray prints in the zygote go to stderr, never into the protocol
-    out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    hello: dict[str, Any] = {"ready": True, "pid": os.getpid(), "skipped": skipped}
+    probe = os.environ.get("MAXCODE_ZYGOTE_PROBE", "")
+    if optional and probe:
+        hello["probe_error"] = _probe(probe)
+    out.write(json.dumps(hello) + "\n")
     out.flush()
     for line in sys.stdin:
         if not line.strip():
@@ -145,6 +161,35 @@ def serve() -> None:
         reply = run_in_child(json.loads(line))
         out.write(json.dumps(reply) + "\n")
         out.flush()
+
+
+def _names(variable: str) -> list[str]:
+    return [name for name in os.environ.get(variable, "").split(",") if name]
+
+
+def _probe(entry: str, timeout_s: float = 120.0) -> str | None:
+    """Run ``module:function`` in a forked child; None if it returned, else why it did not."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            module_name, fn_name = entry.split(":")
+            getattr(importlib.import_module(module_name), fn_name)()
+        except BaseException:
+            traceback.print_exc()
+            code = 3
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            return None if code == 0 else f"probe {entry} failed in a forked child (exit {code})"
+        time.sleep(POLL_S)
+    _kill_group(pid)
+    os.waitpid(pid, 0)
+    return f"probe {entry} did not finish in {timeout_s:.0f} s"
 
 
 class WorkerDied(RuntimeError):
@@ -160,9 +205,15 @@ class GpuWorker:
         preload: tuple[str, ...] = ("torch",),
         extra_env: dict[str, str] | None = None,
         log_path: Path | None = None,
+        optional_preload: tuple[str, ...] = (),
+        probe: str = "",
     ):
+        """``optional_preload`` is kept only if ``probe`` (``module:function``) then succeeds in a fork."""
         self.gpu = gpu
         self.preload = preload
+        self.optional_preload = optional_preload
+        self.probe = probe
+        self.probe_error: str | None = None
         self.extra_env = extra_env or {}
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
@@ -174,6 +225,8 @@ class GpuWorker:
             os.environ,
             **self.extra_env,
             MAXCODE_ZYGOTE_PRELOAD=",".join(self.preload),
+            MAXCODE_ZYGOTE_PRELOAD_OPTIONAL=",".join(self.optional_preload),
+            MAXCODE_ZYGOTE_PROBE=self.probe,
             PYTHONUNBUFFERED="1",
         )
         if self.gpu is not None:
@@ -188,12 +241,23 @@ class GpuWorker:
             start_new_session=True,
         )
         self._buffer = b""
-        hello = self._read_line(timeout_s=600)
-        if hello is None or not json.loads(hello).get("ready"):
+        line = self._read_line(timeout_s=600)
+        hello = json.loads(line) if line else {}
+        if not hello.get("ready"):
             self.stop()
             raise WorkerDied(
                 f"GPU worker for device {self.gpu} did not start (see {self.log_path or 'its stderr'})"
             )
+        if hello.get("probe_error"):
+            self.probe_error = hello["probe_error"]
+            self.stop()
+            if stderr is not subprocess.DEVNULL:
+                stderr.write(
+                    f"zygote: {self.probe_error}; restarting without the optional preload {self.optional_preload}\n".encode()
+                )
+                stderr.flush()
+            self.optional_preload = ()
+            self.start()
 
     def run(self, job: dict[str, Any]) -> dict[str, Any]:
         """Send one job; a dead or silent zygote is restarted and the job reported as a runtime error."""

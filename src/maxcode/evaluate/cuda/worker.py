@@ -112,6 +112,15 @@ VIEW_AND_ALLOC_OPS = frozenset(
 )
 
 
+def gpu_probe() -> None:
+    """Run by the zygote in a forked child after its optional preload: the GPU must still work."""
+    x = torch.ones(1024, device="cuda")
+    x.add_(1)
+    _synchronize()
+    if float(x.sum()) != 2048.0:
+        raise RuntimeError("GPU probe computed a wrong sum")
+
+
 class Rejected(Exception):
     def __init__(self, finding: Finding):
         super().__init__(finding.message)
@@ -193,21 +202,21 @@ class _Run:
         self.device = torch.device("cuda", 0)
         self.load()
         self.stage("load", t0)
+        stages = [
+            ("construct", self.construct),
+            ("result_reuse", self.check_result_reuse),
+            ("correctness", self.correctness),
+            ("shapes", self.check_shapes_generalize),
+            ("streams", self.check_streams),
+            ("timing", self.time_all),
+        ]
+        if self.cfg.profile:
+            stages.append(("profile", self.profile_kernels))
         with torch.no_grad():
-            t0 = time.monotonic()
-            self.construct()
-            self.check_result_reuse()
-            self.correctness()
-            self.check_shapes_generalize()
-            self.check_streams()
-            self.stage("correctness", t0)
-            t0 = time.monotonic()
-            self.time_all()
-            self.stage("timing", t0)
-            if self.cfg.profile:
+            for name, run in stages:
                 t0 = time.monotonic()
-                self.profile_kernels()
-                self.stage("profile", t0)
+                run()
+                self.stage(name, t0)
 
     def load(self) -> None:
         ref_path = self.job_dir / "reference.py"
@@ -533,6 +542,7 @@ class _Run:
             self.cfg.timing_trials,
             self.cfg.flush_l2,
             self.env.get("l2_bytes"),
+            self.cfg.timing_seconds,
         )
         self.check_patches("during timing")
         summary = {name: summarize(ts) for name, ts in times.items()}
@@ -594,18 +604,26 @@ def time_interleaved(
     trials: int,
     flush_l2: bool,
     l2_bytes: int | None,
+    min_seconds: float = 0.0,
 ) -> dict[str, list[float]]:
     """Per-call CUDA-event times (ms) of each variant, round-robin with rotating order.
 
     Each call: optional L2 flush (write 2x L2 bytes), device-wide sync, event on the
     current stream, call, event, device-wide sync. Interleaving makes clock drift and
-    thermal changes hit all variants alike, so their ratio is stable.
+    thermal changes hit all variants alike, so their ratio is stable. ``trials`` is a
+    floor: short kernels get more rounds (up to 10x) until the rounds fill about
+    ``min_seconds``, because their per-call noise needs more samples for a stable median.
     """
     names = list(variants)
-    for _ in range(warmup):
+    _synchronize()
+    t0 = _perf_counter()
+    for _ in range(max(1, warmup)):
         for name in names:
             variants[name](*inputs)
-    _synchronize()
+        _synchronize()
+    round_s = (_perf_counter() - t0) / max(1, warmup)
+    if min_seconds > 0 and round_s > 0:
+        trials = max(trials, min(10 * trials, int(min_seconds / round_s) + 1))
     flush = (
         torch.empty(max(1, 2 * (l2_bytes or 50 << 20)) // 4, dtype=torch.float32, device="cuda")
         if flush_l2
