@@ -138,12 +138,19 @@ TORCH_KERNEL = (
 @pytest.mark.parametrize(
     ("cuda_source", "light", "expected"),
     [
-        (TORCH_FREE_KERNEL, True, ["cuda only", "as written"]),
-        (TORCH_KERNEL, True, ["torch/types.h", "as written"]),
-        ("__global__ void k(float* x) { TORCH_CHECK(x); }", True, ["as written"]),
+        (TORCH_FREE_KERNEL, True, ["cuda only", "ATen ops", "as written"]),
+        (TORCH_KERNEL, True, ["ATen ops", "torch/types.h", "as written"]),
+        ("__global__ void k(float* x) { TORCH_CHECK(x); }", True, ["ATen ops", "as written"]),
+        (TORCH_KERNEL + "\n// .requires_grad(true)", True, ["torch/types.h", "as written"]),
         (TORCH_FREE_KERNEL, False, ["as written"]),
     ],
-    ids=["torch-free", "includes-extension-h", "names-a-torch-macro", "light-headers-off"],
+    ids=[
+        "torch-free",
+        "includes-extension-h",
+        "names-a-torch-macro",
+        "requires-grad",
+        "light-headers-off",
+    ],
 )
 def test_cuda_file_is_compiled_against_the_lightest_headers_first(
     tmp_path, cuda_source, light, expected
@@ -174,7 +181,48 @@ def test_a_failed_lighter_compile_falls_back_only_when_headers_may_be_the_cause(
     std_missing = (1, 'cuda.cu(3): error: namespace "std" has no member "min"', 1.0)
     torch_missing = (1, 'cuda.cu(3): error: name followed by "::" must be a class: at::', 1.0)
     assert _needs_more_headers("cuda only", std_missing)  # std headers came with torch's
+    assert _needs_more_headers("ATen ops", std_missing)
     assert not _needs_more_headers("torch/types.h", std_missing)  # the candidate's own error
     assert _needs_more_headers("torch/types.h", torch_missing)
     assert not _needs_more_headers("cuda only", (0, "", 1.0))
     assert not _needs_more_headers("cuda only", (None, "", 1.0))  # timeouts are not retried
+
+
+FACTORY_KERNEL = (
+    "#include <torch/extension.h>\n"
+    "__global__ void fill(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 1.f; }\n"
+    "torch::Tensor f(torch::Tensor x) {\n"
+    '  TORCH_CHECK(x.scalar_type() == torch::kFloat32, "float32 only");\n'
+    "  auto y = torch::empty_like(x.contiguous());\n"
+    "  auto z = at::zeros({x.size(0)}, x.options().dtype(torch::kFloat32));\n"
+    "  fill<<<1, 32>>>(y.data_ptr<float>(), (int)y.numel());\n"
+    "  return y.add(z.sum());\n"
+    "}\n"
+)
+
+
+def test_lean_tier_includes_the_headers_of_the_ops_called_by_name():
+    from maxcode.evaluate.cuda.build import _torch_include
+
+    spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=FACTORY_KERNEL)
+    text = spec.lean_torch_cu(_torch_include())
+    assert "#include <ATen/ops/empty_like.h>" in text and "#include <ATen/ops/zeros.h>" in text
+    assert "torch/extension.h" not in text and "torch/types.h" not in text
+    assert "ATen/ops/dtype.h" not in text  # torch::dtype is not an op with a header
+    assert text.index("namespace torch") < text.index("__global__")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_kernel_using_torch_factories_compiles_against_aten_ops(cache):
+    out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=FACTORY_KERNEL))
+    assert out.cuda_headers == "ATen ops"
+    assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_tensor_operators_fall_back_to_torch_types_h(cache):
+    """``a + b`` on tensors needs ATen's operator overloads (in the all-ops header)."""
+    source = FACTORY_KERNEL.replace("return y.add(z.sum());", "return y + z.sum();")
+    out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=source))
+    assert out.cuda_headers == "torch/types.h"
+    assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error

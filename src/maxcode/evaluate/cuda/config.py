@@ -71,7 +71,7 @@ class CudaEvalConfig:
     light_cuda_headers: bool = field(
         default=True,
         metadata={
-            "help": "compile .cu sources against torch/types.h instead of torch/extension.h; falls back on error"
+            "help": "compile .cu sources against the lightest headers that work (CUDA only, ATen ops, torch/types.h); falls back on error"
         },
     )
     profile: bool = field(
