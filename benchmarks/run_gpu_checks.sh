@@ -8,8 +8,9 @@
 #
 # KERNELBENCH_SRC: the src/ folder of a KernelBench checkout, for the side-by-side
 # comparison with KernelBench's own harness (skipped without it). STEPS (environment) picks
-# steps by name, e.g. STEPS="gpu-tests optimize"; default: all of gpu-tests throughput
-# kernelbench offline-cuda-policy optimize gpu-preset.
+# steps by name, e.g. STEPS="gpu-tests-evaluator optimize"; default: all of
+# gpu-tests-evaluator gpu-tests-rest throughput kernelbench offline-cuda-policy optimize
+# gpu-preset. Every step fits a 600 s limit on an H100 box (16 cores).
 set -uo pipefail
 out="${1:?usage: benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]}"
 kb_src="${2:-}"
@@ -17,7 +18,7 @@ mkdir -p "$out" && out="$(cd "$out" && pwd)"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
-steps="${STEPS:-gpu-tests throughput kernelbench offline-cuda-policy optimize gpu-preset}"
+steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput kernelbench offline-cuda-policy optimize gpu-preset}"
 wanted() { [[ " $steps " == *" $1 "* ]]; }
 
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to OUT/NAME.log
@@ -33,17 +34,20 @@ step() {  # step NAME SECONDS COMMAND...: run with a limit, log to OUT/NAME.log
 # Tasks with hand-written candidates in four variants (correct, slow, wrong, compile error).
 tasks="1_Scaled_vector_add.py 2_GELU_tanh.py 3_Row_sum.py 5_Softmax.py 6_LayerNorm.py 8_Square_matmul.py 1_Linear_ReLU_BiasAdd.py 4_Residual_LayerNorm.py"
 
-step gpu-tests 900 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider --durations=15
-step throughput 900 python3 benchmarks/bench_cuda_eval.py --section throughput --tasks $tasks \
-  --work "$out/.work" --json "$out/throughput.json"
+step gpu-tests-evaluator 590 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider --durations=15 \
+  tests/evaluate
+step gpu-tests-rest 590 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider --durations=15 \
+  --ignore=tests/evaluate
+step throughput 590 python3 benchmarks/bench_cuda_eval.py --section throughput --tasks $tasks \
+  --sample 2 --work "$out/.work" --json "$out/throughput.json"
 if [ -n "$kb_src" ]; then
-  step kernelbench 900 python3 benchmarks/compare_kernelbench.py --kb-src "$kb_src" --tasks $tasks \
-    --ours-cache "$out/.work/throughput-cache" --json "$out/kernelbench.json"
+  step kernelbench 590 python3 benchmarks/compare_kernelbench.py --kb-src "$kb_src" --tasks $tasks \
+    --variants fast wrong --ours-cache "$out/.work/throughput-cache" --json "$out/kernelbench.json"
 fi
-step offline-cuda-policy 900 python3 benchmarks/bench_offline_cuda_policy.py --depth 3 --k 3 \
-  --cache "$out/.work/policy-cache" --json "$out/offline_cuda_policy.json"
+step offline-cuda-policy 590 python3 benchmarks/bench_offline_cuda_policy.py --depth 2 --k 2 \
+  --wall-budget-s 230 --cache "$out/.work/policy-cache" --json "$out/offline_cuda_policy.json"
 model=src/maxcode/tasks/builtin_cuda/level2/3_Scale_Add_Clamp.py
-step optimize 600 python3 -m maxcode optimize "$model" --kind cuda --depth 3 --k 3 --out "$out/optimize"
+step optimize 590 python3 -m maxcode optimize "$model" --kind cuda --depth 3 --k 3 --out "$out/optimize"
 
 # The gpu preset end to end on a small slice (2 tasks per suite, CUDA-LLM and +MaxCode,
 # depth 2, one seed), in a copy of the workflow so this checkout's results stay as they are.
@@ -69,3 +73,4 @@ Path(sys.argv[1]).write_text(yaml.safe_dump(cfg, sort_keys=False))
 PY
 (cd "$work" && step gpu-preset 540 snakemake --profile workflow/profiles/gpu --cores "$(nproc)" results/tables/main.md)
 cp "$work"/results/tables/main.md "$out/gpu-preset-main.md" 2>/dev/null || true
+tar -czf "$out/gpu-preset-results.tar.gz" -C "$work" results logs 2>/dev/null || true
