@@ -226,3 +226,37 @@ def test_tensor_operators_fall_back_to_torch_types_h(cache):
     out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=source))
     assert out.cuda_headers == "torch/types.h"
     assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error
+
+
+def test_code_compiled_against_aten_ops_links_and_runs_with_a_torch_binding(tmp_path):
+    """The ABI assumption behind the tier: an object built from the "ATen ops" text (here
+    host code, so it runs without a GPU) links with a binding built against
+    torch/extension.h and computes the same as it would with torch's own headers."""
+    import torch
+    from torch.utils.cpp_extension import load
+
+    from maxcode.evaluate.cuda.build import _torch_include
+
+    lines = FACTORY_KERNEL.splitlines()
+    kernel = next(line for line in lines if line.startswith("__global__"))
+    body = "\n".join(line for line in lines if line != kernel).replace(
+        "fill<<<1, 32>>>(y.data_ptr<float>(), (int)y.numel());",
+        "for (long i = 0; i < y.numel(); ++i) y.data_ptr<float>()[i] = 2.f * x.data_ptr<float>()[i];",
+    )
+    spec = ExtensionSpec.from_load_inline("lean_abi", "", cuda_sources=body)
+    text = spec.lean_torch_cu(_torch_include())
+    assert "torch/types.h" not in text and "torch/extension.h" not in text
+    (tmp_path / "kernel.cpp").write_text(
+        text.replace("#include <cuda.h>\n#include <cuda_runtime.h>\n", "")
+    )
+    (tmp_path / "binding.cpp").write_text(
+        "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);\n"
+        'PYBIND11_MODULE(lean_abi, m) { m.def("f", &f); }\n'
+    )
+    module = load(
+        name="lean_abi",
+        sources=[str(tmp_path / "kernel.cpp"), str(tmp_path / "binding.cpp")],
+        build_directory=str(tmp_path),
+    )
+    x = torch.arange(6, dtype=torch.float32)
+    assert torch.equal(module.f(x), 2 * x)
