@@ -7,10 +7,13 @@
 #   benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]
 #
 # KERNELBENCH_SRC: the src/ folder of a KernelBench checkout, for the side-by-side
-# comparison with KernelBench's own harness (skipped without it). STEPS (environment) picks
+# comparison with KernelBench's own harness (skipped without it). KB_PROBLEMS (its
+# KernelBench/ folder) and KB_TIMING (a folder of its published timings, such as
+# results/timing/H100_Modal) enable the comparison of our reference timings with the
+# published ones. STEPS (environment) picks
 # steps by name, e.g. STEPS="gpu-tests-evaluator optimize"; default: all of
-# gpu-tests-evaluator gpu-tests-rest throughput kernelbench offline-cuda-policy optimize
-# gpu-preset. Every step fits a 600 s limit on an H100 box (16 cores).
+# gpu-tests-evaluator gpu-tests-rest throughput kernelbench baselines offline-cuda-policy
+# optimize gpu-preset. Every step fits a 600 s limit on an H100 box (16 cores).
 set -uo pipefail
 out="${1:?usage: benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]}"
 kb_src="${2:-}"
@@ -18,7 +21,7 @@ mkdir -p "$out" && out="$(cd "$out" && pwd)"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
-steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput kernelbench offline-cuda-policy optimize gpu-preset}"
+steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput kernelbench baselines offline-cuda-policy optimize gpu-preset}"
 wanted() { [[ " $steps " == *" $1 "* ]]; }
 
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to OUT/NAME.log
@@ -43,6 +46,14 @@ step throughput 590 python3 benchmarks/bench_cuda_eval.py --section throughput -
 if [ -n "$kb_src" ]; then
   step kernelbench 590 python3 benchmarks/compare_kernelbench.py --kb-src "$kb_src" --tasks $tasks \
     --variants fast wrong --ours-cache "$out/.work/throughput-cache" --json "$out/kernelbench.json"
+fi
+if [ -n "${KB_PROBLEMS:-}" ] && [ -n "${KB_TIMING:-}" ]; then
+  problems="level1/1_Square_matrix_multiplication_.py level1/19_ReLU.py level1/23_Softmax.py
+    level1/40_LayerNorm.py level1/47_Sum_reduction_over_a_dimension.py level1/88_MinGPTNewGelu.py
+    level2/12_Gemm_Multiply_LeakyReLU.py level2/40_Matmul_Scaling_ResidualAdd.py"
+  step baselines 590 python3 benchmarks/bench_cuda_eval.py --section baselines --kernelbench-dir "$KB_PROBLEMS" \
+    --timing-dir "$(dirname "$KB_TIMING")" --hardware "$(basename "$KB_TIMING")" --problems $problems \
+    --json "$out/baselines.json"
 fi
 step offline-cuda-policy 590 python3 benchmarks/bench_offline_cuda_policy.py --depth 2 --k 2 \
   --wall-budget-s 230 --cache "$out/.work/policy-cache" --json "$out/offline_cuda_policy.json"
