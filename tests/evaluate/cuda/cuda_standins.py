@@ -58,3 +58,7 @@ def probe_passes() -> None:
 
 def probe_fails() -> None:
     raise RuntimeError("the GPU is unusable after the optional preload")
+
+
+def probe_hangs() -> None:
+    time.sleep(3600)

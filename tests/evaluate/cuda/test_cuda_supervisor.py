@@ -92,7 +92,9 @@ def test_dead_zygote_is_restarted(worker, tmp_path):
     assert worker.restarts >= 1
 
 
-@pytest.mark.parametrize(("probe", "kept"), [("probe_passes", True), ("probe_fails", False)])
+@pytest.mark.parametrize(
+    ("probe", "kept"), [("probe_passes", True), ("probe_fails", False), ("probe_hangs", False)]
+)
 def test_optional_preload_is_kept_only_when_the_forked_probe_passes(tmp_path, probe, kept):
     w = GpuWorker(
         gpu=None,
@@ -101,6 +103,7 @@ def test_optional_preload_is_kept_only_when_the_forked_probe_passes(tmp_path, pr
         log_path=tmp_path / "zygote.log",
         optional_preload=("xml.dom.minidom",),
         probe=f"cuda_standins:{probe}",
+        probe_timeout_s=2.0,
     )
     w.start()
     try:

@@ -137,22 +137,22 @@ def serve() -> None:
     os.dup2(2, 1)  # stray prints in the zygote go to stderr, never into the protocol
     for name in _names("MAXCODE_ZYGOTE_PRELOAD"):
         importlib.import_module(name)
-    optional = _names("MAXCODE_ZYGOTE_PRELOAD_OPTIONAL")
-    skipped = []
-    for name in optional:
-        try:
-            importlib.import_module(name)
-        except ImportError as err:
-            skipped.append(f"{name}: {err}")
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
+    if _cuda_initialized():
         raise RuntimeError(
             "CUDA was initialized in the zygote; forked children would inherit a broken context"
         )
-    hello: dict[str, Any] = {"ready": True, "pid": os.getpid(), "skipped": skipped}
+    hello: dict[str, Any] = {"ready": True, "pid": os.getpid()}
+    optional = _names("MAXCODE_ZYGOTE_PRELOAD_OPTIONAL")
+    for name in optional:
+        try:
+            importlib.import_module(name)
+        except ImportError as err:  # not in this torch build: its children import nothing either
+            print(f"zygote: optional preload {name} not importable: {err}", file=sys.stderr)
     probe = os.environ.get("MAXCODE_ZYGOTE_PROBE", "")
-    if optional and probe:
-        hello["probe_error"] = _probe(probe)
+    if optional and _cuda_initialized():
+        hello["probe_error"] = f"the optional preload {optional} initialized CUDA in the zygote"
+    elif optional and probe:
+        hello["probe_error"] = _probe(probe, float(os.environ["MAXCODE_ZYGOTE_PROBE_TIMEOUT_S"]))
     out.write(json.dumps(hello) + "\n")
     out.flush()
     for line in sys.stdin:
@@ -167,10 +167,16 @@ def _names(variable: str) -> list[str]:
     return [name for name in os.environ.get(variable, "").split(",") if name]
 
 
-def _probe(entry: str, timeout_s: float = 120.0) -> str | None:
+def _cuda_initialized() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_initialized()
+
+
+def _probe(entry: str, timeout_s: float) -> str | None:
     """Run ``module:function`` in a forked child; None if it returned, else why it did not."""
     pid = os.fork()
     if pid == 0:
+        os.setsid()  # its own group, so a hung probe is killed with everything it started
         code = 0
         try:
             module_name, fn_name = entry.split(":")
@@ -207,12 +213,14 @@ class GpuWorker:
         log_path: Path | None = None,
         optional_preload: tuple[str, ...] = (),
         probe: str = "",
+        probe_timeout_s: float = 120.0,
     ):
         """``optional_preload`` is kept only if ``probe`` (``module:function``) then succeeds in a fork."""
         self.gpu = gpu
         self.preload = preload
         self.optional_preload = optional_preload
         self.probe = probe
+        self.probe_timeout_s = probe_timeout_s
         self.probe_error: str | None = None
         self.extra_env = extra_env or {}
         self.log_path = log_path
@@ -227,6 +235,7 @@ class GpuWorker:
             MAXCODE_ZYGOTE_PRELOAD=",".join(self.preload),
             MAXCODE_ZYGOTE_PRELOAD_OPTIONAL=",".join(self.optional_preload),
             MAXCODE_ZYGOTE_PROBE=self.probe,
+            MAXCODE_ZYGOTE_PROBE_TIMEOUT_S=str(self.probe_timeout_s),
             PYTHONUNBUFFERED="1",
         )
         if self.gpu is not None:
