@@ -16,9 +16,13 @@ wildcard_constraints:
 
 
 def final_outputs():
+    """Tables, the reward-to-go model's held-out ranking (made even when no rerank table
+    reads it), and KernelCompare's table."""
     kernelcompare = multiext("results/tables/kernelcompare", ".md", ".csv", ".tex")
-    return PLAN.table_outputs() + (
-        list(kernelcompare) if "kernelcompare" in config else []
+    return (
+        PLAN.table_outputs()
+        + ["results/r2g/ranking.json"]
+        + (list(kernelcompare) if "kernelcompare" in config else [])
     )
 
 
