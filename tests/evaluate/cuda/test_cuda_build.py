@@ -142,6 +142,7 @@ TORCH_KERNEL = (
         (TORCH_KERNEL, True, ["ATen ops", "torch/types.h", "as written"]),
         ("__global__ void k(float* x) { TORCH_CHECK(x); }", True, ["ATen ops", "as written"]),
         (TORCH_KERNEL + "\n// .requires_grad(true)", True, ["torch/types.h", "as written"]),
+        ("#include <torch/torch.h>\n" + TORCH_KERNEL, True, ["torch/types.h", "as written"]),
         (TORCH_FREE_KERNEL, False, ["as written"]),
     ],
     ids=[
@@ -149,6 +150,7 @@ TORCH_KERNEL = (
         "includes-extension-h",
         "names-a-torch-macro",
         "requires-grad",
+        "includes-torch-h",
         "light-headers-off",
     ],
 )

@@ -53,6 +53,10 @@ _TORCH_NAME = re.compile(
 )
 _EXT_H = re.compile(r"#\s*include\s*[<\"]torch/extension\.h[>\"]")
 _TORCH_H = re.compile(r"#\s*include\s*[<\"]torch/(extension|types)\.h[>\"]")
+# Umbrella headers that bring every op anyway (and torch's own dtype aliases).
+_ALL_OPS_H = re.compile(
+    r"#\s*include\s*[<\"](torch/(torch|all)\.h|ATen/ATen\.h|ATen/Functions\.h)[>\"]"
+)
 # torch::zeros(...), at::empty_like(...): each has its own small header, ATen/ops/<name>.h.
 _OP_CALL = re.compile(r"\b(?:torch|at)::([a-z_][a-z0-9_]*)\s*\(")
 # What torch/types.h adds to namespace torch besides ``using namespace at``.
@@ -191,10 +195,10 @@ class ExtensionSpec:
     def lean_torch_cu(self, torch_include: Path) -> str | None:
         """The .cu with its torch includes replaced by ATen's Tensor class, the dispatch
         macros and the headers of the ops it calls by name; None when that cannot stand
-        in: no torch include to replace, or ``requires_grad`` (torch:: factories handle
-        it, at:: ones refuse it)."""
+        in: no torch include to replace, an umbrella header that declares every op anyway,
+        or ``requires_grad`` (torch:: factories handle it, at:: ones refuse it)."""
         text = self.cuda_cu()
-        if not _TORCH_H.search(text) or "requires_grad" in text:
+        if not _TORCH_H.search(text) or _ALL_OPS_H.search(text) or "requires_grad" in text:
             return None
         ops = sorted(
             {
