@@ -13,8 +13,8 @@ concurrent candidates with the same extension name overwrite each other. Here:
   per toolchain and flag set; the ``.cu`` file is compiled against the lightest headers
   that work, each tier falling back to the next on failure: the CUDA headers alone (a
   source that never names torch), ATen's ``Tensor`` class plus the headers of exactly the
-  ``torch::``/``at::`` functions it calls (about 4x faster than ``torch/types.h``, which
-  declares every op), ``torch/types.h``, the text as written; host and device compiles
+  ``torch::``/``at::`` functions it calls (about half the nvcc time of ``torch/types.h``,
+  which declares every op), ``torch/types.h``, the text as written; host and device compiles
   run in parallel;
 * deterministic compiler errors are cached too (trimmed, with the first error line), so
   an identical broken candidate costs nothing the second time; timeouts are not cached.

@@ -43,7 +43,7 @@ class CudaEvalConfig:
     timing_seconds: float = field(
         default=1.0,
         metadata={
-            "help": "short kernels get more timed rounds (up to 10x timing_trials) until they fill about this many seconds"
+            "help": "short kernels get more timed rounds (up to 10x timing_trials) until they fill about this many seconds, judged from the warm-up rounds (none without warm-up)"
         },
     )
     flush_l2: bool = field(

@@ -617,11 +617,11 @@ def time_interleaved(
     names = list(variants)
     _synchronize()
     t0 = _perf_counter()
-    for _ in range(max(1, warmup)):
+    for _ in range(warmup):
         for name in names:
             variants[name](*inputs)
         _synchronize()
-    round_s = (_perf_counter() - t0) / max(1, warmup)
+    round_s = (_perf_counter() - t0) / warmup if warmup else 0.0  # no warm-up: no estimate
     if min_seconds > 0 and round_s > 0:
         trials = max(trials, min(10 * trials, int(min_seconds / round_s) + 1))
     flush = (
