@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 
 import pytest
 
-from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec, import_extension, trim_log
+from maxcode.evaluate.cuda import build as build_module
+from maxcode.evaluate.cuda.build import (
+    BuildCache,
+    BuildOutcome,
+    ExtensionSpec,
+    import_extension,
+    trim_log,
+)
 
 # A CPython extension without torch headers: compiles in about a second, imports, runs.
 PY_EXT = r"""
@@ -175,6 +183,60 @@ def test_torch_free_kernel_compiles_without_torch_headers(cache):
     out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_FREE_KERNEL))
     assert out.cuda_headers == "cuda only"
     assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error
+
+
+def _failed_pch() -> BuildOutcome:
+    return BuildOutcome(key="pch", name="pch", ok=False, failed_step="pch")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_the_cuda_compile_runs_while_the_build_waits_for_the_pch(tmp_path, monkeypatch):
+    """A fresh cache's builds all wait for the PCH; their .cu compiles must not."""
+    cache = BuildCache(tmp_path, cuda_arch="9.0", host_pch=True, light_cuda_headers=True)
+    seen = {}
+
+    def pch_that_waits_for_the_cuda_object(flags, deadline):
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 120:
+            seen["objects"] = list((tmp_path / "tmp").glob("*/cuda.cuda.o"))
+            if seen["objects"]:
+                break
+            time.sleep(0.1)
+        return _failed_pch()
+
+    monkeypatch.setattr(cache, "_ensure_pch", pch_that_waits_for_the_cuda_object)
+    out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_FREE_KERNEL))
+    assert seen["objects"], "the .cu compile did not start before the PCH was ready"
+    assert out.failed_step == "pch"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_failed_pch_stops_the_cuda_compile_already_running(tmp_path, monkeypatch):
+    cache = BuildCache(tmp_path, cuda_arch="9.0", host_pch=True, light_cuda_headers=True)
+    procs = []
+    real_start = build_module._start_jobs
+
+    def recording_start(jobs, cwd):
+        started = real_start(jobs, cwd)
+        procs.extend(job.proc for job in started.values())
+        return started
+
+    monkeypatch.setattr(build_module, "_start_jobs", recording_start)
+    monkeypatch.setattr(cache, "_ensure_pch", lambda flags, deadline: _failed_pch())
+    out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_FREE_KERNEL))
+    assert out.failed_step == "pch" and not out.ok
+    assert procs and all(p.poll() is not None for p in procs)
+    assert cache.lookup(out.key) is not None  # a PCH failure is deterministic: cached
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_a_compile_past_the_time_limit_is_killed_and_not_cached(cache):
+    spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_FREE_KERNEL)
+    t0 = time.monotonic()
+    out = cache.build(spec, timeout_s=0.3)
+    assert out.failed_step == "timeout" and "time limit" in out.first_error
+    assert time.monotonic() - t0 < 10  # killed, not waited for
+    assert cache.lookup(out.key) is None  # a slow machine may build it next time
 
 
 def test_a_failed_lighter_compile_falls_back_only_when_headers_may_be_the_cause():

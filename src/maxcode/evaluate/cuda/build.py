@@ -40,11 +40,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import IO, Any
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A CUDA source that names any of these needs torch's headers (load_inline adds torch/types.h).
@@ -467,23 +468,14 @@ class BuildCache:
     def _compile_and_link(
         self, spec: ExtensionSpec, flags: _Flags, work: Path, outcome: BuildOutcome, deadline: float
     ) -> None:
-        (work / "main.cpp").write_text(spec.main_cpp())
-        host_cmd = [*flags.cxx, "-MMD", "-MF", "main.o.d", *flags.cflags]
-        if self.host_pch and not spec.no_implicit_headers:
-            t0 = time.monotonic()
-            pch_header = self._ensure_pch(flags, deadline)
-            outcome.steps["pch"] = round(time.monotonic() - t0, 3)
-            if isinstance(pch_header, BuildOutcome):
-                _copy_failure(pch_header, outcome)
-                return
-            host_cmd += ["-include", str(pch_header), "-Winvalid-pch"]
-        host_cmd += ["-c", "main.cpp", "-o", "main.o", *flags.post_cflags]
-        jobs = {"host": host_cmd}
+        # The .cu compile needs no precompiled header: it starts first and runs while
+        # this build waits for (or builds) the PCH, which every build of a fresh cache does.
+        started: _Started = {}
         tiers = self._cuda_tiers(spec)
         if tiers:
             outcome.cuda_headers, text = tiers.pop(0)
             (work / "cuda.cu").write_text(text)
-            jobs["cuda"] = [
+            cuda_cmd = [
                 *flags.nvcc,
                 *flags.cuda_cflags,
                 "-c",
@@ -492,13 +484,31 @@ class BuildCache:
                 "cuda.cuda.o",
                 *flags.cuda_post_cflags,
             ]
-        results = _run_parallel(jobs, work, deadline)
+            started = _start_jobs({"cuda": cuda_cmd}, work)
+        (work / "main.cpp").write_text(spec.main_cpp())
+        host_cmd = [*flags.cxx, "-MMD", "-MF", "main.o.d", *flags.cflags]
+        if self.host_pch and not spec.no_implicit_headers:
+            t0 = time.monotonic()
+            try:
+                pch_header = self._ensure_pch(flags, deadline)
+            except BaseException:
+                _finish_jobs(started, deadline=time.monotonic())  # stops the .cu compile
+                raise
+            outcome.steps["pch"] = round(time.monotonic() - t0, 3)
+            if isinstance(pch_header, BuildOutcome):
+                _finish_jobs(started, deadline=time.monotonic())
+                _copy_failure(pch_header, outcome)
+                return
+            host_cmd += ["-include", str(pch_header), "-Winvalid-pch"]
+        host_cmd += ["-c", "main.cpp", "-o", "main.o", *flags.post_cflags]
+        started = {"host": _start_jobs({"host": host_cmd}, work)["host"], **started}
+        results = _finish_jobs(started, deadline)
         while tiers and _needs_more_headers(outcome.cuda_headers, results["cuda"]):
             # The lighter file was not enough: the next tier, up to the source as written.
             spent = results["cuda"][2]
             outcome.cuda_headers, text = tiers.pop(0)
             (work / "cuda.cu").write_text(text)
-            rc, log, secs = _run_parallel({"cuda": jobs["cuda"]}, work, deadline)["cuda"]
+            rc, log, secs = _run_parallel({"cuda": cuda_cmd}, work, deadline)["cuda"]
             results["cuda"] = (rc, log, round(spent + secs, 3))
         for step, (rc, log, secs) in results.items():
             outcome.steps[step] = secs
@@ -624,24 +634,56 @@ def _run_parallel(
     jobs: dict[str, list[str]], cwd: Path, deadline: float
 ) -> dict[str, tuple[int | None, str, float]]:
     """Run commands concurrently; rc None means killed at the deadline."""
-    started = {}
+    return _finish_jobs(_start_jobs(jobs, cwd), deadline)
+
+
+@dataclass
+class _Job:
+    """A running compile step; a waiter thread notes when it exits, so each step is timed to
+    its own exit even when it is collected after a longer one."""
+
+    proc: subprocess.Popen
+    log: IO[str]
+    started: float
+    exited: threading.Event = field(default_factory=threading.Event)
+    ended: float = 0.0
+
+    def _wait(self) -> None:
+        self.proc.wait()
+        self.ended = time.monotonic()
+        self.exited.set()
+
+
+_Started = dict[str, _Job]
+
+
+def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
+    """Start each command in its own session, its output to ``<step>.log`` in ``cwd``."""
+    started: _Started = {}
     for step, cmd in jobs.items():
-        log = open(cwd / f"{step}.log", "w+")  # noqa: SIM115 - closed below
+        log = open(cwd / f"{step}.log", "w+")  # noqa: SIM115 - closed in _finish_jobs
         proc = subprocess.Popen(
             cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        started[step] = (proc, log, time.monotonic())
+        job = _Job(proc, log, time.monotonic())
+        threading.Thread(target=job._wait, daemon=True).start()
+        started[step] = job
+    return started
+
+
+def _finish_jobs(started: _Started, deadline: float) -> dict[str, tuple[int | None, str, float]]:
+    """(rc, output, seconds) per step; a job still running at the deadline is killed (rc None)."""
     results: dict[str, tuple[int | None, str, float]] = {}
-    for step, (proc, log, t0) in started.items():
-        try:
-            rc: int | None = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-            rc = None
-        log.seek(0)
-        results[step] = (rc, log.read(), round(time.monotonic() - t0, 3))
-        log.close()
+    for step, job in started.items():
+        rc: int | None = None
+        if job.exited.wait(timeout=max(0.0, deadline - time.monotonic())):
+            rc = job.proc.returncode
+        else:
+            os.killpg(job.proc.pid, 9)
+            job.exited.wait()
+        job.log.seek(0)
+        results[step] = (rc, job.log.read(), round(job.ended - job.started, 3))
+        job.log.close()
     return results
 
 
