@@ -70,8 +70,15 @@ def main() -> None:
         default=None,
         help="our build cache (default: cold, under --work)",
     )
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=Path, help="written after every candidate")
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=float("inf"),
+        help="stop KernelBench's evaluations after this many seconds of the whole run",
+    )
     args = parser.parse_args()
+    start = time.monotonic()
     items = [(t, v, s) for t, v, s in benchmark_set(args.tasks) if v in args.variants]
     labels = [f"{t.metadata['file_name']}:{v}" for t, v, _ in items]
     print(f"{len(items)} candidates")
@@ -81,7 +88,7 @@ def main() -> None:
         ours = ev.evaluate_items([(task, src) for task, _, src in items])
     t_ours = time.monotonic() - t
     cache_state = "given build cache" if args.ours_cache else "cold build cache"
-    print(f"ours: {t_ours:.1f} s total ({cache_state}, compile + evaluate)")
+    print(f"ours: {t_ours:.1f} s total ({cache_state}, compile + evaluate)", flush=True)
 
     kbe = _import_kernelbench(args.kb_src)
     import torch
@@ -96,99 +103,98 @@ def main() -> None:
             )
         )
     t_pre = time.monotonic() - t
-    t = time.monotonic()
-    kb = []
-    for (task, _, src), d, (ok, err) in zip(items, dirs, pre, strict=True):
-        if not ok:
-            kb.append({"category": "compile_error", "speedup": None, "detail": err[:200]})
-            continue
-        r = kbe.eval_kernel_against_ref(
-            task.reference_source,
-            src,
-            seed_num=42,
-            num_correct_trials=5,
-            num_perf_trials=100,
-            measure_performance=True,
-            timing_method="cuda_event",
-            build_dir=d,
-            device=torch.device("cuda:0"),
-            backend="cuda",
-            precision=torch.float32,
-            check_for_excessive_speedup=True,
-        )
-        if r is None or not r.compiled:
-            kb.append(
-                {
-                    "category": "compile_error",
-                    "speedup": None,
-                    "detail": str(r.metadata if r else "None")[:200],
-                }
-            )
-        elif not r.correctness:
-            kb.append({"category": "incorrect", "speedup": None, "detail": str(r.metadata)[:200]})
-        else:
-            kb.append(
-                {
-                    "category": "correct",
-                    "speedup": r.ref_runtime / r.runtime,
-                    "runtime": r.runtime,
-                    "ref_runtime": r.ref_runtime,
-                }
-            )
-    t_kb_eval = time.monotonic() - t
     print(
-        f"KernelBench: {t_pre:.1f} s parallel pre-compile ({os.cpu_count()} processes) + {t_kb_eval:.1f} s evaluation = {t_pre + t_kb_eval:.1f} s"
+        f"KernelBench: parallel pre-compile ({os.cpu_count()} processes) {t_pre:.1f} s", flush=True
     )
 
-    agree, ratios, rows = 0, [], []
-    for label, o, k in zip(labels, ours, kb, strict=True):
-        cat = _ours_category(o.status.value)
-        agree += cat == k["category"]
-        ratio = o.speedup / k["speedup"] if o.speedup and k["speedup"] else None
-        if ratio:
-            ratios.append(ratio)
-        rows.append(
-            {
-                "candidate": label,
-                "ours": o.status.value,
-                "kernelbench": k["category"],
-                "ours_speedup": o.speedup,
-                "kb_speedup": k["speedup"],
-                "ratio": ratio,
+    summary = {"n": len(items), "t_ours": t_ours, "t_kb_precompile": t_pre, "rows": []}
+    t = time.monotonic()
+    for label, (task, _, src), d, (ok, err), o in zip(labels, items, dirs, pre, ours, strict=True):
+        if time.monotonic() - start > args.budget_s:
+            print(f"budget of {args.budget_s:.0f} s reached: KernelBench did not evaluate the rest")
+            break
+        k = (
+            _kb_verdict(kbe, torch, task, src, d)
+            if ok
+            else {
+                "category": "compile_error",
+                "speedup": None,
+                "detail": err[:200],
             }
         )
-        mark = (
-            ""
-            if cat == k["category"]
-            else "   <-- DISAGREE: " + (o.reason or k.get("detail", ""))[:120]
-        )
-        ours_s = f"{o.speedup:7.3f}" if o.speedup else "      -"
-        kb_s = f"{k['speedup']:7.3f}" if k["speedup"] else "      -"
-        print(
-            f"{label:36s} ours {o.status.value:14s} {ours_s}   KB {k['category']:13s} {kb_s}{mark}"
-        )
-    print(f"verdict agreement: {agree}/{len(items)}")
+        summary["rows"].append(_compare_row(label, o, k))
+        summary["t_kb_eval"] = time.monotonic() - t
+        if args.json:  # after every candidate, so a run cut short keeps what it measured
+            args.json.write_text(json.dumps(summary, indent=1))
+    t_kb_eval = time.monotonic() - t
+    rows = summary["rows"]
+    agree = sum(r["agree"] for r in rows)
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    print(f"KernelBench: {t_kb_eval:.1f} s evaluation, one candidate after another")
+    print(f"verdict agreement: {agree}/{len(rows)} (of {len(items)} candidates)")
     if ratios:
         print(
             f"speedup ratio ours/KB over {len(ratios)} correct candidates: median {statistics.median(ratios):.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}"
         )
-    print(
-        f"wall time for the same candidates: ours {t_ours:.1f} s vs KernelBench {t_pre + t_kb_eval:.1f} s ({(t_pre + t_kb_eval) / t_ours:.1f}x)"
-    )
-    if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "rows": rows,
-                    "agree": agree,
-                    "n": len(items),
-                    "t_ours": t_ours,
-                    "t_kb_precompile": t_pre,
-                    "t_kb_eval": t_kb_eval,
-                },
-                indent=1,
-            )
+    if len(rows) == len(items):
+        print(
+            f"wall time for the same candidates: ours {t_ours:.1f} s vs KernelBench {t_pre + t_kb_eval:.1f} s ({(t_pre + t_kb_eval) / t_ours:.1f}x)"
         )
+
+
+def _kb_verdict(
+    kbe: types.ModuleType, torch: types.ModuleType, task, src: str, build_dir: str
+) -> dict:
+    """KernelBench's verdict on one pre-compiled candidate, with its own settings."""
+    r = kbe.eval_kernel_against_ref(
+        task.reference_source,
+        src,
+        seed_num=42,
+        num_correct_trials=5,
+        num_perf_trials=100,
+        measure_performance=True,
+        timing_method="cuda_event",
+        build_dir=build_dir,
+        device=torch.device("cuda:0"),
+        backend="cuda",
+        precision=torch.float32,
+        check_for_excessive_speedup=True,
+    )
+    if r is None or not r.compiled:
+        detail = str(r.metadata if r else "None")[:200]
+        return {"category": "compile_error", "speedup": None, "detail": detail}
+    if not r.correctness:
+        return {"category": "incorrect", "speedup": None, "detail": str(r.metadata)[:200]}
+    return {
+        "category": "correct",
+        "speedup": r.ref_runtime / r.runtime,
+        "runtime": r.runtime,
+        "ref_runtime": r.ref_runtime,
+    }
+
+
+def _compare_row(label: str, ours, kb: dict) -> dict:
+    """One candidate's verdicts and speedups side by side, printed as it is made."""
+    agree = _ours_category(ours.status.value) == kb["category"]
+    ratio = ours.speedup / kb["speedup"] if ours.speedup and kb["speedup"] else None
+    mark = "" if agree else "   <-- DISAGREE: " + (ours.reason or kb.get("detail", ""))[:120]
+    ours_s = f"{ours.speedup:7.3f}" if ours.speedup else "      -"
+    kb_s = f"{kb['speedup']:7.3f}" if kb["speedup"] else "      -"
+    print(
+        f"{label:36s} ours {ours.status.value:14s} {ours_s}   KB {kb['category']:13s} {kb_s}{mark}",
+        flush=True,
+    )
+    return {
+        "candidate": label,
+        "ours": ours.status.value,
+        "kernelbench": kb["category"],
+        "ours_speedup": ours.speedup,
+        "kb_speedup": kb["speedup"],
+        "kb_runtime_ms": kb.get("runtime"),
+        "kb_ref_runtime_ms": kb.get("ref_runtime"),
+        "ratio": ratio,
+        "agree": agree,
+    }
 
 
 if __name__ == "__main__":
