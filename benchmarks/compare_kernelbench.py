@@ -127,6 +127,9 @@ def main() -> None:
         if args.json:  # after every candidate, so a run cut short keeps what it measured
             args.json.write_text(json.dumps(summary, indent=1))
     t_kb_eval = time.monotonic() - t
+    summary["t_kb_eval"] = t_kb_eval
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1))
     rows = summary["rows"]
     agree = sum(r["agree"] for r in rows)
     ratios = [r["ratio"] for r in rows if r["ratio"]]
