@@ -91,8 +91,6 @@ def main() -> None:
     print(f"ours: {t_ours:.1f} s total ({cache_state}, compile + evaluate)", flush=True)
 
     kbe = _import_kernelbench(args.kb_src)
-    import torch
-
     dirs = [str(args.work / "kb" / f"c{i}") for i in range(len(items))]
     t = time.monotonic()
     with ProcessPoolExecutor(os.cpu_count(), mp_context=get_context("spawn")) as pool:
@@ -114,7 +112,7 @@ def main() -> None:
             print(f"budget of {args.budget_s:.0f} s reached: KernelBench did not evaluate the rest")
             break
         k = (
-            _kb_verdict(kbe, torch, task, src, d)
+            _kb_verdict(kbe, task, src, d)
             if ok
             else {
                 "category": "compile_error",
@@ -145,10 +143,10 @@ def main() -> None:
         )
 
 
-def _kb_verdict(
-    kbe: types.ModuleType, torch: types.ModuleType, task, src: str, build_dir: str
-) -> dict:
+def _kb_verdict(kbe: types.ModuleType, task, src: str, build_dir: str) -> dict:
     """KernelBench's verdict on one pre-compiled candidate, with its own settings."""
+    import torch
+
     r = kbe.eval_kernel_against_ref(
         task.reference_source,
         src,

@@ -199,7 +199,8 @@ class ExtensionSpec:
         in: no torch include to replace, an umbrella header that declares every op anyway,
         or ``requires_grad`` (torch:: factories handle it, at:: ones refuse it)."""
         text = self.cuda_cu()
-        if not _TORCH_H.search(text) or _ALL_OPS_H.search(text) or "requires_grad" in text:
+        first = _TORCH_H.search(text)
+        if first is None or _ALL_OPS_H.search(text) or "requires_grad" in text:
             return None
         ops = sorted(
             {
@@ -221,8 +222,6 @@ class ExtensionSpec:
                 "}  // namespace torch",
             ]
         )
-        first = _TORCH_H.search(text)
-        assert first is not None
         head, tail = text[: first.start()], text[first.end() :]
         return head + lean + _TORCH_H.sub("", tail)
 
