@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
-from maxcode.evaluate.cuda.evaluator import _Job
+from maxcode.evaluate.cuda.evaluator import COMPILE_NICENESS, _Job
 from maxcode.evaluate.result import Status
 
 # CPython extensions without torch headers: they build in about a second.
@@ -68,3 +70,13 @@ def test_import_error_is_left_to_the_gpu_worker(evaluator, saxpy_task, tmp_path)
     assert evaluator._compile(j) is True
     assert j.figures["builds"] == []
     assert not any((evaluator.cache_dir / "candidates").glob("*.json"))
+
+
+def test_compile_job_runs_nicer_than_the_evaluator(evaluator, saxpy_task, tmp_path):
+    """Builds beside a timing run must not take the GPU worker's core (the candidate's import
+    runs in the compile job, so it sees the job's priority)."""
+    probe = "import os\nopen('niceness.txt', 'w').write(str(os.nice(0)))\n"
+    j = job(tmp_path, saxpy_task, probe)
+    assert evaluator._compile(j) is True
+    seen = int((j.job_dir / "niceness.txt").read_text())
+    assert seen == min(19, os.nice(0) + COMPILE_NICENESS)
