@@ -9,8 +9,8 @@ Sections (``--section``, repeatable):
 * ``throughput``: the generated candidate set (correct, wrong, compile errors, slow,
   fast) evaluated with a cold then a warm build cache (re-checked and re-timed on the
   GPU), then replayed from the evaluation cache; candidates/minute, compile and
-  evaluation time per candidate, run-to-run spread of speedups (same candidates timed
-  twice), and a one-at-a-time baseline (one compile job, one candidate after another,
+  evaluation time per candidate, run-to-run spread of speedups (the same candidates timed
+  in the cold run, the warm run and a second warm run), and a one-at-a-time baseline (one compile job, one candidate after another,
   cold cache) on a sample, measured in the same run.
 * ``baselines``: our eager and torch.compile timings of KernelBench problems next to
   KernelBench's published H100 numbers (``--kernelbench-dir``, ``--timing-dir``).
@@ -166,6 +166,40 @@ def _stage_breakdown(run: str, results: list) -> None:
     print(f"{run}: median seconds per stage: {cells}")
 
 
+def _spread(title: str, first: list, second: list, labels: list[str]) -> dict:
+    """Print how far each correct candidate's speedup moved between two runs of the same code."""
+    print(f"-- run-to-run spread, {title}")
+    diffs, min_diffs, eager_moves = [], [], []
+    for a, b, label in zip(first, second, labels, strict=True):
+        if a.speedup and b.speedup:
+            diffs.append(abs(a.speedup - b.speedup) / a.speedup)
+            ra, rb = a.figures["runtime_ms"], b.figures["runtime_ms"]
+            min_a = ra["eager"]["min"] / ra["candidate"]["min"]
+            min_b = rb["eager"]["min"] / rb["candidate"]["min"]
+            min_diffs.append(abs(min_a - min_b) / min_a)
+            eager_moves.append(abs(rb["eager"]["median"] / ra["eager"]["median"] - 1))
+            print(
+                f"  {label:36s} speedup first {a.speedup:8.3f}  second {b.speedup:8.3f}  diff {100 * diffs[-1]:5.2f}%"
+                f"  candidate ms {ra['candidate']['median']:.4f}/{rb['candidate']['median']:.4f}"
+                f"  eager ms {ra['eager']['median']:.4f}/{rb['eager']['median']:.4f}"
+                f"  rounds {ra['candidate']['n']}/{rb['candidate']['n']}  cv {ra['candidate']['cv']:.3f}"
+            )
+        elif a.status != b.status:
+            print(f"  {label:36s} VERDICT CHANGED {a.status} -> {b.status}")
+    agree = sum(a.status == b.status for a, b in zip(first, second, strict=True))
+    print(f"verdict agreement: {agree}/{len(labels)}")
+    print(
+        f"run-to-run speedup difference: median {100 * statistics.median(diffs):.2f}%, max {100 * max(diffs):.2f}% over {len(diffs)} correct candidates"
+    )
+    # Where the spread comes from: the same ratio from per-call minima, and how far the
+    # reference's own median moved between the runs (the candidate code did not change).
+    print(
+        f"  from per-call minima instead of medians: median {100 * statistics.median(min_diffs):.2f}%, max {100 * max(min_diffs):.2f}%;"
+        f" eager reference median moved by median {100 * statistics.median(eager_moves):.2f}%, max {100 * max(eager_moves):.2f}%"
+    )
+    return {"median": statistics.median(diffs), "agree": agree}
+
+
 def section_throughput(
     work: Path, sample: int, gpus: list[int] | None, files: list[str] | None
 ) -> dict:
@@ -192,6 +226,10 @@ def section_throughput(
             [(task, src) for task, _, src in items], on_result=_progress("warm", labels, t)
         )
         t_warm = time.monotonic() - t
+        t = time.monotonic()
+        warm_again = ev.evaluate_items(
+            [(task, src) for task, _, src in items], on_result=_progress("warm again", labels, t)
+        )
     # A repeated candidate in a search is answered by the evaluation cache, not re-timed.
     replay = CachedEvaluator(ev, EvalCache(work / "evaluations.sqlite"))
     for (task, _, src), result in zip(items, warm, strict=True):
@@ -228,33 +266,9 @@ def section_throughput(
         f"evaluation time per candidate (GPU process, warm): median {statistics.median(eval_s):.2f} s, max {max(eval_s):.2f} s"
         " (stage 'timing' includes 'torch_compile')"
     )
-    diffs, min_diffs, eager_moves = [], [], []
-    for a, b, label in zip(cold, warm, labels, strict=True):
-        if a.speedup and b.speedup:
-            diffs.append(abs(a.speedup - b.speedup) / a.speedup)
-            ra, rb = a.figures["runtime_ms"], b.figures["runtime_ms"]
-            min_a = ra["eager"]["min"] / ra["candidate"]["min"]
-            min_b = rb["eager"]["min"] / rb["candidate"]["min"]
-            min_diffs.append(abs(min_a - min_b) / min_a)
-            eager_moves.append(abs(rb["eager"]["median"] / ra["eager"]["median"] - 1))
-            print(
-                f"  {label:36s} speedup run1 {a.speedup:8.3f}  run2 {b.speedup:8.3f}  diff {100 * diffs[-1]:5.2f}%"
-                f"  candidate ms {ra['candidate']['median']:.4f}/{rb['candidate']['median']:.4f}"
-                f"  eager ms {ra['eager']['median']:.4f}/{rb['eager']['median']:.4f}"
-                f"  rounds {ra['candidate']['n']}/{rb['candidate']['n']}  cv {ra['candidate']['cv']:.3f}"
-            )
-        elif a.status != b.status:
-            print(f"  {label:36s} VERDICT CHANGED {a.status} -> {b.status}")
-    agree = sum(a.status == b.status for a, b in zip(cold, warm, strict=True))
-    print(f"verdict agreement run1 vs run2: {agree}/{n}")
-    print(
-        f"run-to-run speedup difference: median {100 * statistics.median(diffs):.2f}%, max {100 * max(diffs):.2f}% over {len(diffs)} correct candidates"
-    )
-    # Where the spread comes from: the same ratio from per-call minima, and how far the
-    # reference's own median moved between the runs (the candidate code did not change).
-    print(
-        f"  from per-call minima instead of medians: median {100 * statistics.median(min_diffs):.2f}%, max {100 * max(min_diffs):.2f}%;"
-        f" eager reference median moved by median {100 * statistics.median(eager_moves):.2f}%, max {100 * max(eager_moves):.2f}%"
+    spread = _spread("run 1 (cold, builds beside it) vs run 2 (warm)", cold, warm, labels)
+    spread_warm = _spread(
+        "run 2 vs run 3 (both warm, nothing beside them)", warm, warm_again, labels
     )
 
     # one-at-a-time baseline: a fresh cache, one compile job, candidates evaluated one after another
@@ -280,11 +294,12 @@ def section_throughput(
         "replayed_s": t_replay,
         "one_at_a_time_s_per_candidate": t_one,
         "statuses": statuses,
-        "median_speedup_diff": statistics.median(diffs),
-        "verdict_agreement": agree,
+        "median_speedup_diff": spread["median"],
+        "median_speedup_diff_warm_runs": spread_warm["median"],
+        "verdict_agreement": spread["agree"],
         "results": {
-            label: {"cold": a.to_dict(), "warm": b.to_dict()}
-            for label, a, b in zip(labels, cold, warm, strict=True)
+            label: {"cold": a.to_dict(), "warm": b.to_dict(), "warm_again": c.to_dict()}
+            for label, a, b, c in zip(labels, cold, warm, warm_again, strict=True)
         },
     }
 
