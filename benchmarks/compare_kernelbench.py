@@ -4,7 +4,10 @@ KernelBench's code is never part of this project: point ``--kb-src`` at the ``sr
 folder of a checkout (github.com/ScalingIntelligence/KernelBench). Its LLM-client
 imports (dotenv, openai, litellm) are stubbed because its evaluator does not use them.
 KernelBench compiles with torch's ``load_inline``; as in its own scripts, builds are
-pre-compiled in parallel CPU processes, then evaluated one after another on the GPU.
+pre-compiled in parallel CPU processes, then evaluated one after another on the GPU, each
+in a fresh spawned process with KernelBench's 180 s limit (its ``batch_eval`` with one
+GPU). One process for all would not do: torch renames a second extension of the same name
+and different source (``name_v1``) and compiles it again, outside the pre-compiled cache.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 import time
 import types
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import TimeoutError as PoolTimeout
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -90,7 +94,6 @@ def main() -> None:
     cache_state = "given build cache" if args.ours_cache else "cold build cache"
     print(f"ours: {t_ours:.1f} s total ({cache_state}, compile + evaluate)", flush=True)
 
-    kbe = _import_kernelbench(args.kb_src)
     dirs = [str(args.work / "kb" / f"c{i}") for i in range(len(items))]
     t = time.monotonic()
     with ProcessPoolExecutor(os.cpu_count(), mp_context=get_context("spawn")) as pool:
@@ -111,8 +114,9 @@ def main() -> None:
         if time.monotonic() - start > args.budget_s:
             print(f"budget of {args.budget_s:.0f} s reached: KernelBench did not evaluate the rest")
             break
+        t_one = time.monotonic()
         k = (
-            _kb_verdict(kbe, task, src, d)
+            _kb_verdict_in_fresh_process(str(args.kb_src), task.reference_source, src, d)
             if ok
             else {
                 "category": "compile_error",
@@ -120,7 +124,7 @@ def main() -> None:
                 "detail": err[:200],
             }
         )
-        summary["rows"].append(_compare_row(label, o, k))
+        summary["rows"].append(_compare_row(label, o, k) | {"kb_seconds": time.monotonic() - t_one})
         summary["t_kb_eval"] = time.monotonic() - t
         if args.json:  # after every candidate, so a run cut short keeps what it measured
             args.json.write_text(json.dumps(summary, indent=1))
@@ -143,12 +147,27 @@ def main() -> None:
         )
 
 
-def _kb_verdict(kbe: types.ModuleType, task, src: str, build_dir: str) -> dict:
-    """KernelBench's verdict on one pre-compiled candidate, with its own settings."""
+KB_TIMEOUT_S = 180  # KernelBench's own per-sample limit in eval_from_generations.py
+
+
+def _kb_verdict_in_fresh_process(kb_src: str, reference: str, src: str, build_dir: str) -> dict:
+    """KernelBench's verdict on one pre-compiled candidate, in a process of its own."""
+    with get_context("spawn").Pool(1) as pool:
+        job = pool.apply_async(_kb_verdict, (kb_src, reference, src, build_dir))
+        try:
+            return job.get(timeout=KB_TIMEOUT_S)
+        except PoolTimeout:
+            pool.terminate()
+            return {"category": "timeout", "speedup": None, "detail": f"over {KB_TIMEOUT_S} s"}
+
+
+def _kb_verdict(kb_src: str, reference: str, src: str, build_dir: str) -> dict:
+    """KernelBench's verdict with its own settings (runs in the spawned process)."""
     import torch
 
+    kbe = _import_kernelbench(Path(kb_src))
     r = kbe.eval_kernel_against_ref(
-        task.reference_source,
+        reference,
         src,
         seed_num=42,
         num_correct_trials=5,
