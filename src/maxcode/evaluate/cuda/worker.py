@@ -608,10 +608,13 @@ def time_interleaved(
 ) -> dict[str, list[float]]:
     """Per-call CUDA-event times (ms) of each variant, round-robin with rotating order.
 
-    Each call: optional L2 flush (write 2x L2 bytes), device-wide sync, event on the
-    current stream, call, event, device-wide sync. Interleaving makes clock drift and
-    thermal changes hit all variants alike, so their ratio is stable. ``trials`` is a
-    floor: short kernels get more rounds (up to 10x) until the rounds fill about
+    Each call: device-wide sync, optional L2 flush (write 2x L2 bytes), event on the
+    current stream, call, event, device-wide sync. The flush is queued after the sync, as
+    in KernelBench, so the GPU is still flushing while the host launches the call; a sync
+    between flush and start event would put the host's launch latency, and its noise,
+    inside the timed window of every call. Interleaving makes clock drift and thermal
+    changes hit all variants alike, so their ratio is stable. ``trials`` is a floor: short
+    kernels get more rounds (up to 10x) until the rounds fill about
     ``min_seconds``, because their per-call noise needs more samples for a stable median.
     """
     names = list(variants)
@@ -634,9 +637,9 @@ def time_interleaved(
     for t in range(trials):
         order = names[t % len(names) :] + names[: t % len(names)]
         for name in order:
+            _synchronize()
             if flush is not None:
                 flush.zero_()
-            _synchronize()
             start.record()
             variants[name](*inputs)
             end.record()
