@@ -10,8 +10,9 @@ Sections (``--section``, repeatable):
   fast) evaluated with a cold then a warm build cache (re-checked and re-timed on the
   GPU), then replayed from the evaluation cache; candidates/minute, compile and
   evaluation time per candidate, run-to-run spread of speedups (the same candidates timed
-  in the cold run, the warm run and a second warm run), and a one-at-a-time baseline (one compile job, one candidate after another,
-  cold cache) on a sample, measured in the same run.
+  in the cold run, the warm run and a second warm run), and a one-at-a-time baseline (one
+  compile job, one candidate after another, cold cache) on a sample, measured in the same
+  run.
 * ``baselines``: our eager and torch.compile timings of KernelBench problems next to
   KernelBench's published H100 numbers (``--kernelbench-dir``, ``--timing-dir``).
 """

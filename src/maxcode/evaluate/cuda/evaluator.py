@@ -47,8 +47,8 @@ FORK_SAFE_IF_PROBED = (
 
 COMPILE_NICENESS = 10
 """Compile jobs (and every compiler they start) run this much nicer than the evaluator, so a
-full pool of builds leaves the GPU worker's host thread its core: kernel launches are inside
-every timed call, so a starved host thread lengthens the timings."""
+full pool of builds cannot take the GPU worker's core: kernel launches are inside every timed
+call. (On the H100 it did not measurably change the run-to-run spread; docs/cuda-evaluator.md.)"""
 
 
 def _limit_compile_job(memory_bytes: int) -> None:
