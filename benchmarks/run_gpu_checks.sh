@@ -12,8 +12,8 @@
 # results/timing/H100_Modal) enable the comparison of our reference timings with the
 # published ones. STEPS (environment) picks
 # steps by name, e.g. STEPS="gpu-tests-evaluator optimize"; default: all of
-# gpu-tests-evaluator gpu-tests-rest throughput kernelbench-a kernelbench-b baselines
-# offline-cuda-policy optimize gpu-preset. Every step fits a 600 s limit on an H100 box (16 cores).
+# gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b
+# baselines offline-cuda-policy optimize gpu-preset. Every step fits a 600 s limit on an H100 box (16 cores).
 set -uo pipefail
 out="${1:?usage: benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]}"
 kb_src="${2:-}"
@@ -21,7 +21,7 @@ mkdir -p "$out" && out="$(cd "$out" && pwd)"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
-steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput kernelbench-a kernelbench-b baselines offline-cuda-policy optimize gpu-preset}"
+steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b baselines offline-cuda-policy optimize gpu-preset}"
 wanted() { [[ " $steps " == *" $1 "* ]]; }
 
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to OUT/NAME.log
@@ -43,6 +43,7 @@ step gpu-tests-rest 590 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider --
   --ignore=tests/evaluate
 step throughput 590 python3 benchmarks/bench_cuda_eval.py --section throughput --tasks $tasks \
   --sample 2 --work "$out/.work" --json "$out/throughput.json"
+step timing-spread 590 python3 benchmarks/bench_timing_spread.py --repeats 5 --json "$out/timing_spread.json"
 if [ -n "$kb_src" ]; then
   # In two halves: on the H100 box each took about 300-330 s (ours cold, KernelBench's parallel
   # pre-compile of 16 candidates, then a fresh process per KernelBench evaluation).
