@@ -9,6 +9,8 @@ import pytest
 
 from maxcode.evaluate.compile import Compiler, CompilerError, first_error_line, trim_log
 
+from .leftovers import processes_naming
+
 HELLO = '#include <cstdio>\nint main() { puts("hi"); }\n'
 
 
@@ -34,6 +36,35 @@ def test_compile_error_keeps_first_error_and_is_cached(tmp_path):
     assert "missing_name" in first.first_error and "main.cpp" in first.log
     again = c.compile(bad)
     assert again.cached and again.first_error == first.first_error
+
+
+# Each static_assert spends the compiler's whole constexpr budget: about 7 s apiece on 2 cores.
+COMPILE_BOMB = """
+template <int K> constexpr unsigned long long spin() {
+  unsigned long long s = 0;
+  for (unsigned long long i = 0; i < 200000; ++i)
+    for (unsigned long long j = 0; j < 200000; ++j) s += (i ^ j) + K;
+  return s;
+}
+static_assert(spin<1>() != 1, ""); static_assert(spin<2>() != 1, "");
+static_assert(spin<3>() != 1, ""); static_assert(spin<4>() != 1, "");
+int main() {}
+"""
+
+
+def test_a_compile_past_the_limit_is_killed_with_its_subprocesses_and_temp_files(
+    tmp_path, monkeypatch
+):
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))
+    c = Compiler(tmp_path / "cache", timeout_s=1)
+    out = c.compile(COMPILE_BOMB)
+    assert not out.ok and not out.cached and "exceeded 1 s" in out.first_error
+    # killing only the g++ driver would leave cc1plus running, and its files in TMPDIR
+    assert processes_naming(tmp_path) == []
+    assert list(system_tmp.iterdir()) == []
+    assert list(c.dir.iterdir()) == []  # a timeout is not cached: no binary, no failure
 
 
 def test_missing_compiler_is_a_clear_error(tmp_path):

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -51,6 +52,32 @@ def compiler_version(compiler: str) -> str:
     if proc.returncode != 0:
         raise CompilerError(f"`{compiler} --version` failed: {proc.stderr.strip()[:500]}")
     return proc.stdout.splitlines()[0].strip()
+
+
+def _run_compiler(
+    cmd: list[str], tmp: Path, timeout_s: float
+) -> subprocess.CompletedProcess[str] | None:
+    """Run a compile in its own session with its temporary files in ``tmp``; None on timeout.
+
+    At the time limit the whole process group is killed: killing only the driver (g++)
+    would leave its cc1plus and as running, and their temporary files in /tmp.
+    """
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp,
+        env={**os.environ, "TMPDIR": str(tmp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
 
 
 def trim_log(log: str, limit: int = LOG_LIMIT) -> str:
@@ -111,19 +138,13 @@ class Compiler:
             out = Path(tmp) / "prog"
             exe = shutil.which(self.compiler) or self.compiler
             start = time.perf_counter()
-            try:
-                proc = subprocess.run(
-                    ["nice", "-n", "5", exe, *self.flags, "-o", str(out), str(src)],
-                    capture_output=True,
-                    text=True,
-                    timeout=self.timeout_s,
-                    cwd=tmp,
-                )
-                log, ok = proc.stderr.replace(str(src), "main.cpp"), proc.returncode == 0
-            except subprocess.TimeoutExpired:
+            cmd = ["nice", "-n", "5", exe, *self.flags, "-o", str(out), str(src)]
+            finished = _run_compiler(cmd, Path(tmp), self.timeout_s)
+            if finished is None:
                 # not cached: a timeout can come from machine load rather than the source
                 log = f"error: compilation exceeded {self.timeout_s:g} s"
                 return CompileOutcome(False, None, log, log, False, self.timeout_s)
+            log, ok = finished.stderr.replace(str(src), "main.cpp"), finished.returncode == 0
             seconds = time.perf_counter() - start
             log = trim_log(log)
             if ok and out.is_file():

@@ -17,6 +17,8 @@ from maxcode.evaluate.cuda.build import (
     trim_log,
 )
 
+from ..leftovers import processes_naming
+
 # A CPython extension without torch headers: compiles in about a second, imports, runs.
 PY_EXT = r"""
 #include <Python.h>
@@ -230,13 +232,20 @@ def test_a_failed_pch_stops_the_cuda_compile_already_running(tmp_path, monkeypat
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_a_compile_past_the_time_limit_is_killed_and_not_cached(cache):
+def test_a_compile_past_the_time_limit_is_killed_and_not_cached(cache, tmp_path, monkeypatch):
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_tmp))
     spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_FREE_KERNEL)
     t0 = time.monotonic()
     out = cache.build(spec, timeout_s=0.3)
     assert out.failed_step == "timeout" and "time limit" in out.first_error
     assert time.monotonic() - t0 < 10  # killed, not waited for
     assert cache.lookup(out.key) is None  # a slow machine may build it next time
+    # nvcc and its host compiler went with it, and so did their temporary files
+    assert processes_naming(tmp_path) == []
+    assert list(system_tmp.iterdir()) == []
+    assert list((cache.root / "tmp").iterdir()) == []
 
 
 def test_a_failed_lighter_compile_falls_back_only_when_headers_may_be_the_cause():

@@ -643,6 +643,7 @@ class _Job:
 
     proc: subprocess.Popen
     log: IO[str]
+    tmpdir: Path
     started: float
     exited: threading.Event = field(default_factory=threading.Event)
     ended: float = 0.0
@@ -657,14 +658,23 @@ _Started = dict[str, _Job]
 
 
 def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
-    """Start each command in its own session, its output to ``<step>.log`` in ``cwd``."""
+    """Start each command in its own session, its output to ``<step>.log`` in ``cwd`` and
+    its compilers' temporary files in ``.<step>.tmp`` there (a killed nvcc or g++ leaves
+    them behind), removed when the job is collected."""
     started: _Started = {}
     for step, cmd in jobs.items():
         log = open(cwd / f"{step}.log", "w+")  # noqa: SIM115 - closed in _finish_jobs
+        tmpdir = cwd / f".{step}.tmp"
+        tmpdir.mkdir(exist_ok=True)
         proc = subprocess.Popen(
-            cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            cwd=cwd,
+            env={**os.environ, "TMPDIR": str(tmpdir)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
-        job = _Job(proc, log, time.monotonic())
+        job = _Job(proc, log, tmpdir, time.monotonic())
         threading.Thread(target=job._wait, daemon=True).start()
         started[step] = job
     return started
@@ -683,6 +693,7 @@ def _finish_jobs(started: _Started, deadline: float) -> dict[str, tuple[int | No
         job.log.seek(0)
         results[step] = (rc, job.log.read(), round(job.ended - job.started, 3))
         job.log.close()
+        shutil.rmtree(job.tmpdir, ignore_errors=True)
     return results
 
 
