@@ -9,12 +9,16 @@ times in each of three modes:
 
 * ``fresh``: a new spawned process per repeat, as the evaluator runs each candidate;
 * ``same``: ``R`` timing blocks in one process;
-* ``pinned``: a new process per repeat, pinned to one CPU local to the GPU's NUMA node.
+* ``pinned``: a new process per repeat, pinned to one CPU local to the GPU's NUMA node;
+* ``held``: a new process per repeat, each call preceded by a GPU spin of ``--hold-us``
+  (``time_interleaved(hold_cycles=...)``), so the host's launch latency is outside the
+  timed window.
 
 Per mode it prints how far the eager median moves across repeats (median over consecutive
 pairs of the relative difference, the figure the throughput benchmark reports, and max/min)
 and the same for the ratio eager/copy. ``fresh`` much noisier than ``same`` says the spread
-is per process; ``pinned`` close to ``same`` says where the process runs is the cause.
+is per process; ``pinned`` close to ``same`` says where the process runs is the cause;
+``held`` close to ``same`` says the host's launch latency is.
 
     python3 benchmarks/bench_timing_spread.py --repeats 5 --json spread.json
 """
@@ -39,9 +43,12 @@ DEFAULT_TASKS = [
     "1_Linear_ReLU_BiasAdd.py",
 ]
 CHILD_TIMEOUT_S = 300
+MODES = ("fresh", "same", "pinned", "held")
 
 
-def _time_blocks(reference: str, blocks: int, cpu: int | None) -> list[dict[str, float]]:
+def _time_blocks(
+    reference: str, blocks: int, cpu: int | None, hold_cycles: int
+) -> list[dict[str, float]]:
     """Median ms of eager and its copy, per timing block (runs in a spawned process)."""
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
@@ -71,14 +78,18 @@ def _time_blocks(reference: str, blocks: int, cpu: int | None) -> list[dict[str,
                 cfg.flush_l2,
                 l2,
                 cfg.timing_seconds,
+                hold_cycles,
             )
             medians.append({name: summarize(ms)["median"] for name, ms in times.items()})
     return medians
 
 
-def _in_fresh_process(reference: str, blocks: int, cpu: int | None) -> list[dict[str, float]]:
+def _in_fresh_process(
+    reference: str, blocks: int, cpu: int | None = None, hold_cycles: int = 0
+) -> list[dict[str, float]]:
     with get_context("spawn").Pool(1) as pool:
-        return pool.apply_async(_time_blocks, (reference, blocks, cpu)).get(CHILD_TIMEOUT_S)
+        job = pool.apply_async(_time_blocks, (reference, blocks, cpu, hold_cycles))
+        return job.get(CHILD_TIMEOUT_S)
 
 
 def gpu_local_cpu() -> tuple[int, str]:
@@ -123,6 +134,10 @@ def main() -> None:
     )
     parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS, help="built-in task files")
     parser.add_argument("--repeats", type=int, default=5, help="R: repeats per mode")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument(
+        "--hold-us", type=float, default=100.0, help="GPU spin before each call in `held` mode"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if args.repeats < 2:
@@ -131,15 +146,28 @@ def main() -> None:
     unknown = [name for name in args.tasks if name not in tasks]
     if unknown:
         parser.error(f"unknown built-in tasks {unknown}; choose from {sorted(tasks)}")
+    smi = nvidia_smi()
     cpu, why = gpu_local_cpu()
-    print(f"machine: {nvidia_smi().get('name')}; pinned mode uses CPU {cpu}: {why}")
-    out: dict = {"cpu": cpu, "cpu_choice": why, "tasks": {}}
+    # cycles at the highest SM clock: at a lower clock the spin only lasts longer
+    hold_cycles = int(args.hold_us * float(smi.get("clocks.max.sm") or 2000))
+    print(
+        f"machine: {smi.get('name')}; pinned mode uses CPU {cpu}: {why}; "
+        f"held mode spins {hold_cycles} cycles"
+    )
+    out: dict = {"cpu": cpu, "cpu_choice": why, "hold_cycles": hold_cycles, "tasks": {}}
+    per_process = {"fresh": {}, "pinned": {"cpu": cpu}, "held": {"hold_cycles": hold_cycles}}
     for name in args.tasks:
         reference = tasks[name].reference_source
         runs = {
-            "fresh": [_in_fresh_process(reference, 1, None)[0] for _ in range(args.repeats)],
-            "same": _in_fresh_process(reference, args.repeats, None),
-            "pinned": [_in_fresh_process(reference, 1, cpu)[0] for _ in range(args.repeats)],
+            mode: (
+                _in_fresh_process(reference, args.repeats)
+                if mode == "same"
+                else [
+                    _in_fresh_process(reference, 1, **per_process[mode])[0]
+                    for _ in range(args.repeats)
+                ]
+            )
+            for mode in args.modes
         }
         out["tasks"][name] = runs
         for mode, blocks in runs.items():

@@ -28,6 +28,7 @@ def trace(monkeypatch):
             steps.append("flush")
 
     monkeypatch.setattr(worker, "_synchronize", lambda: steps.append("sync"))
+    monkeypatch.setattr(worker, "_hold_gpu", lambda cycles: steps.append(f"hold {cycles}"))
     monkeypatch.setattr(worker, "_Event", Event)
     monkeypatch.setattr(worker.torch, "empty", lambda *a, **k: Flush())
     return steps
@@ -48,3 +49,11 @@ def test_without_flush_each_call_is_still_synchronized_on_both_sides(trace):
     calls = {"candidate": lambda: trace.append("candidate")}
     worker.time_interleaved(calls, [], warmup=0, trials=1, flush_l2=False, l2_bytes=None)
     assert trace[-5:] == ["sync", "start", "candidate", "end", "sync"]
+
+
+def test_a_hold_is_queued_before_the_flush_and_the_start_event(trace):
+    calls = {"candidate": lambda: trace.append("candidate")}
+    worker.time_interleaved(
+        calls, [], warmup=0, trials=1, flush_l2=True, l2_bytes=1024, hold_cycles=200_000
+    )
+    assert trace[-7:] == ["sync", "hold 200000", "flush", "start", "candidate", "end", "sync"]

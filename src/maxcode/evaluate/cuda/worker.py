@@ -36,6 +36,7 @@ _isclose = torch.isclose
 _synchronize = torch.cuda.synchronize
 _Event = torch.cuda.Event
 _perf_counter = time.perf_counter
+_hold_gpu = torch.cuda._sleep  # spins the current stream for a number of GPU clock cycles
 
 _GUARDED = {
     "torch.cuda.synchronize": lambda: torch.cuda.synchronize,
@@ -605,6 +606,7 @@ def time_interleaved(
     flush_l2: bool,
     l2_bytes: int | None,
     min_seconds: float = 0.0,
+    hold_cycles: int = 0,
 ) -> dict[str, list[float]]:
     """Per-call CUDA-event times (ms) of each variant, round-robin with rotating order.
 
@@ -616,6 +618,10 @@ def time_interleaved(
     changes hit all variants alike, so their ratio is stable. ``trials`` is a floor: short
     kernels get more rounds (up to 10x) until the rounds fill about
     ``min_seconds``, because their per-call noise needs more samples for a stable median.
+    ``hold_cycles`` > 0 queues a GPU spin of that many cycles before the flush (nvbench's
+    blocking kernel), so the host's launch latency stays outside the timed window for
+    calls whose host side takes less than the spin; it is what
+    ``benchmarks/bench_timing_spread.py`` compares against the default of 0.
     """
     names = list(variants)
     _synchronize()
@@ -638,6 +644,8 @@ def time_interleaved(
         order = names[t % len(names) :] + names[: t % len(names)]
         for name in order:
             _synchronize()
+            if hold_cycles > 0:
+                _hold_gpu(hold_cycles)
             if flush is not None:
                 flush.zero_()
             start.record()
