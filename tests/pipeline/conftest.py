@@ -23,6 +23,15 @@ SNAKEMAKE = [
 ]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_dvc_analytics():
+    """`dvc init` runs before the project's `.dvc/config` (analytics = false) is copied into a
+    test repository, and would leave an analytics report in /tmp on every run."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DVC_NO_ANALYTICS", "1")
+        yield
+
+
 def tiny_params() -> dict:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["suites"]["cpp_builtin"].update(
