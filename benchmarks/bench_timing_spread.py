@@ -5,9 +5,10 @@ the H100, with the reference's own median moving 9-12%. This separates the suspe
 built-in task, the eager ``Model`` and a deep copy of it (identical work, so their ratio
 should be 1.0) are timed with the evaluator's own timer and settings (``time_interleaved``,
 ``CudaEvalConfig`` defaults: warm-up, L2 flush, at least 100 rounds and about 1 s), ``R``
-times in each of three modes:
+times in each of four modes:
 
-* ``fresh``: a new spawned process per repeat, as the evaluator runs each candidate;
+* ``fresh``: a new (spawned) process per repeat, as each candidate gets a new process in the
+  evaluator (forked there from a zygote);
 * ``same``: ``R`` timing blocks in one process;
 * ``pinned``: a new process per repeat, pinned to one CPU local to the GPU's NUMA node;
 * ``held``: a new process per repeat, each call preceded by a GPU spin of ``--hold-us``
@@ -18,7 +19,7 @@ Per mode it prints how far the eager median moves across repeats (median over co
 pairs of the relative difference, the figure the throughput benchmark reports, and max/min)
 and the same for the ratio eager/copy. ``fresh`` much noisier than ``same`` says the spread
 is per process; ``pinned`` close to ``same`` says where the process runs is the cause;
-``held`` close to ``same`` says the host's launch latency is.
+``held`` much quieter than ``fresh`` says the host's launch latency is.
 
     python3 benchmarks/bench_timing_spread.py --repeats 5 --json spread.json
 """
@@ -92,10 +93,10 @@ def _in_fresh_process(
         return job.get(CHILD_TIMEOUT_S)
 
 
-def gpu_local_cpu() -> tuple[int, str]:
-    """A CPU on the GPU's NUMA node (from sysfs), else the first allowed one; and why."""
+def gpu_local_cpu(bus_id: str) -> tuple[int, str]:
+    """A CPU on the NUMA node of the GPU at PCI ``bus_id`` (from sysfs), else the first
+    allowed one; and why."""
     allowed = sorted(os.sched_getaffinity(0))
-    bus_id = nvidia_smi().get("pci.bus_id", "")
     if bus_id:
         domain, rest = bus_id.lower().split(":", 1)
         cpulist = Path(f"/sys/bus/pci/devices/{domain[-4:]}:{rest}/local_cpulist")
@@ -147,7 +148,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown built-in tasks {unknown}; choose from {sorted(tasks)}")
     smi = nvidia_smi()
-    cpu, why = gpu_local_cpu()
+    cpu, why = gpu_local_cpu(smi.get("pci.bus_id", ""))
     # cycles at the highest SM clock: at a lower clock the spin only lasts longer
     hold_cycles = int(args.hold_us * float(smi.get("clocks.max.sm") or 2000))
     print(

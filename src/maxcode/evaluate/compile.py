@@ -60,7 +60,7 @@ def _run_compiler(
     """Run a compile in its own session with its temporary files in ``tmp``; None on timeout.
 
     At the time limit the whole process group is killed: killing only the driver (g++)
-    would leave its cc1plus and as running, and their temporary files in /tmp.
+    would leave its cc1plus running, and its temporary files in /tmp.
     """
     proc = subprocess.Popen(
         cmd,
