@@ -311,8 +311,10 @@ def section_baselines(
     """Time KernelBench references (eager and torch.compile) with our timer; compare with published."""
     import torch
 
+    from maxcode.evaluate.cuda.config import CudaEvalConfig
+    from maxcode.evaluate.cuda.figures import gpu_environment
     from maxcode.evaluate.cuda.loader import load_module
-    from maxcode.evaluate.cuda.worker import summarize, time_interleaved
+    from maxcode.evaluate.cuda.worker import GpuHold, summarize, time_interleaved
 
     print(f"\n== baselines: our reference timings vs KernelBench published ({hardware}) ==")
     published = {
@@ -324,7 +326,9 @@ def section_baselines(
         ),
     }
     rows = {}
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    env = gpu_environment()
+    cfg = CudaEvalConfig()
+    hold = GpuHold(cfg.hold_us, cfg.hold_max_us, env["max_sm_clock_mhz"])
     for rel in problems:
         level, name = rel.split("/")
         module = load_module(kernelbench_dir / level / name, f"kb_{level}_{Path(name).stem}")
@@ -333,9 +337,16 @@ def section_baselines(
         inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
         with torch.no_grad():
             times = time_interleaved(
-                {"eager": model, "compiled": torch.compile(model)}, inputs, 3, 100, True, l2, 1.0
+                {"eager": model, "compiled": torch.compile(model)},
+                inputs,
+                3,
+                100,
+                True,
+                env["l2_bytes"],
+                1.0,
+                hold,
             )
-        ours = {k: summarize(v)["median"] for k, v in times.items()}
+        ours = {k: summarize(v)["median"] for k, v in times.gpu_ms.items()}
         theirs = {k: published[k][level][name]["mean"] for k in published}
         rows[rel] = {"ours_ms": ours, "published_ms": theirs}
         print(

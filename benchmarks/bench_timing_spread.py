@@ -1,19 +1,20 @@
 """Where the run-to-run spread of CUDA timings comes from (run on a GPU machine).
 
-The throughput benchmark's speedups move by a median of 4-5% between runs of the same code on
-the H100, with the reference's own median moving 9-12%. This separates the suspects. For each
-built-in task, the eager ``Model`` and a deep copy of it (identical work, so their ratio
-should be 1.0) are timed with the evaluator's own timer and settings (``time_interleaved``,
-``CudaEvalConfig`` defaults: warm-up, L2 flush, at least 100 rounds and about 1 s), ``R``
-times in each of four modes:
+Timed without a GPU hold, as KernelBench times, the throughput benchmark's speedups moved by
+a median of 4-5% between runs of the same code on the H100, with the reference's own median
+moving 9-12%. This separates the suspects. For each built-in task, the eager ``Model`` and a
+deep copy of it (identical work, so their ratio should be 1.0) are timed with the evaluator's
+own timer (``time_interleaved``, ``CudaEvalConfig`` defaults: warm-up, L2 flush, at least 100
+rounds and about 1 s), ``R`` times in each of four modes, the first three without a hold:
 
 * ``fresh``: a new (spawned) process per repeat, as each candidate gets a new process in the
   evaluator (forked there from a zygote);
 * ``same``: ``R`` timing blocks in one process;
 * ``pinned``: a new process per repeat, pinned to one CPU local to the GPU's NUMA node;
-* ``held``: a new process per repeat, each call preceded by a GPU spin of ``--hold-us``
-  (``time_interleaved(hold_cycles=...)``), so the host's launch latency is outside the
-  timed window.
+* ``held``: a new process per repeat, each call preceded by the evaluator's GPU spin
+  (``GpuHold``: at least ``--hold-us``, default ``CudaEvalConfig.hold_us``, longer where
+  the host side is, up to ``CudaEvalConfig.hold_max_us``), so the host's launch latency
+  is outside the timed window; this is how the evaluator times.
 
 Per mode it prints how far the eager median moves across repeats (median over consecutive
 pairs of the relative difference, the figure the throughput benchmark reports, and max/min)
@@ -34,7 +35,9 @@ import statistics
 from multiprocessing import get_context
 from pathlib import Path
 
+from maxcode.evaluate.cuda.config import CudaEvalConfig
 from maxcode.evaluate.cuda.figures import nvidia_smi
+from maxcode.evaluate.cuda.worker import GpuHold, summarize, time_interleaved
 from maxcode.tasks.builtin_cuda import load_builtin_cuda
 
 DEFAULT_TASKS = [
@@ -48,7 +51,7 @@ MODES = ("fresh", "same", "pinned", "held")
 
 
 def _time_blocks(
-    reference: str, blocks: int, cpu: int | None, hold_cycles: int
+    reference: str, blocks: int, cpu: int | None, hold: GpuHold | None
 ) -> list[dict[str, float]]:
     """Median ms of eager and its copy, per timing block (runs in a spawned process)."""
     if cpu is not None:
@@ -56,9 +59,6 @@ def _time_blocks(
     import copy
 
     import torch
-
-    from maxcode.evaluate.cuda.config import CudaEvalConfig
-    from maxcode.evaluate.cuda.worker import summarize, time_interleaved
 
     cfg = CudaEvalConfig()
     namespace: dict = {}
@@ -79,17 +79,17 @@ def _time_blocks(
                 cfg.flush_l2,
                 l2,
                 cfg.timing_seconds,
-                hold_cycles,
+                hold,
             )
-            medians.append({name: summarize(ms)["median"] for name, ms in times.items()})
+            medians.append({name: summarize(ms)["median"] for name, ms in times.gpu_ms.items()})
     return medians
 
 
 def _in_fresh_process(
-    reference: str, blocks: int, cpu: int | None = None, hold_cycles: int = 0
+    reference: str, blocks: int, cpu: int | None = None, hold: GpuHold | None = None
 ) -> list[dict[str, float]]:
     with get_context("spawn").Pool(1) as pool:
-        job = pool.apply_async(_time_blocks, (reference, blocks, cpu, hold_cycles))
+        job = pool.apply_async(_time_blocks, (reference, blocks, cpu, hold))
         return job.get(CHILD_TIMEOUT_S)
 
 
@@ -137,7 +137,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="R: repeats per mode")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument(
-        "--hold-us", type=float, default=100.0, help="GPU spin before each call in `held` mode"
+        "--hold-us",
+        type=float,
+        default=CudaEvalConfig().hold_us,
+        help="shortest GPU spin before each call in `held` mode (default: the evaluator's)",
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -149,14 +152,14 @@ def main() -> None:
         parser.error(f"unknown built-in tasks {unknown}; choose from {sorted(tasks)}")
     smi = nvidia_smi()
     cpu, why = gpu_local_cpu(smi.get("pci.bus_id", ""))
-    # cycles at the highest SM clock: at a lower clock the spin only lasts longer
-    hold_cycles = int(args.hold_us * float(smi.get("clocks.max.sm") or 2000))
+    max_us = max(args.hold_us, CudaEvalConfig().hold_max_us)
+    hold = GpuHold(args.hold_us, max_us, float(smi.get("clocks.max.sm") or 0) or None)
     print(
         f"machine: {smi.get('name')}; pinned mode uses CPU {cpu}: {why}; "
-        f"held mode spins {hold_cycles} cycles"
+        f"held mode spins {args.hold_us:g}-{max_us:g} us"
     )
-    out: dict = {"cpu": cpu, "cpu_choice": why, "hold_cycles": hold_cycles, "tasks": {}}
-    per_process = {"fresh": {}, "pinned": {"cpu": cpu}, "held": {"hold_cycles": hold_cycles}}
+    out: dict = {"cpu": cpu, "cpu_choice": why, "hold_us": [args.hold_us, max_us], "tasks": {}}
+    per_process = {"fresh": {}, "pinned": {"cpu": cpu}, "held": {"hold": hold}}
     for name in args.tasks:
         reference = tasks[name].reference_source
         runs = {

@@ -190,6 +190,9 @@ def _kb_verdict(kb_src: str, reference: str, src: str, build_dir: str) -> dict:
         "speedup": r.ref_runtime / r.runtime,
         "runtime": r.runtime,
         "ref_runtime": r.ref_runtime,
+        # KernelBench's runtime is the mean of its trials: min/max/std show what moved it.
+        "runtime_stats": r.runtime_stats,
+        "ref_runtime_stats": r.ref_runtime_stats,
     }
 
 
@@ -212,6 +215,8 @@ def _compare_row(label: str, ours, kb: dict) -> dict:
         "kb_speedup": kb["speedup"],
         "kb_runtime_ms": kb.get("runtime"),
         "kb_ref_runtime_ms": kb.get("ref_runtime"),
+        "kb_runtime_stats": kb.get("runtime_stats"),
+        "kb_ref_runtime_stats": kb.get("ref_runtime_stats"),
         "ratio": ratio,
         "agree": agree,
     }

@@ -60,6 +60,8 @@ def test_name_changes_with_config(tmp_path):
         ({"check_severity": {"result_reuse": "loud"}}, "choose one of"),
         ({"cuda_arch": "sm90"}, "look like '9.0'"),
         ({"excessive_speedup": 0.5}, "excessive_speedup"),
+        ({"hold_us": -1.0}, "hold_us"),
+        ({"hold_us": 200.0, "hold_max_us": 100.0}, "hold_max_us"),
     ],
 )
 def test_config_validation_says_how_to_fix(kwargs, match):

@@ -56,6 +56,8 @@ def test_ok_result_carries_timing_env_and_roofline(results):
     assert r.speedup == pytest.approx(r.figures["speedup_vs_eager"], rel=1e-3)
     assert r.figures["speedup_vs_compiled"] > 0
     assert set(r.figures["runtime_ms"]) == {"candidate", "eager", "compiled"}
+    for stats in r.figures["runtime_ms"].values():
+        assert stats["host_median"] > 0 and 100.0 <= stats["hold_us_median"] <= 1000.0
     env = r.figures["env"]
     assert env["gpu"] and env["driver"] and env["torch"] and env["cuda"] and env["sm_clock_mhz"]
     for key in ("achieved_bandwidth_gbs", "peak_bandwidth_gbs", "achieved_tflops", "peak_tflops"):

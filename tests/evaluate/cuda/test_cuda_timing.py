@@ -1,10 +1,18 @@
-"""The order of operations around each timed call (CPU: the CUDA calls are recorded, not run)."""
+"""Around each timed call: the order of operations (CPU: the CUDA calls are recorded, not
+run), what the host time covers, how long the GPU hold lasts, and on a GPU that the hold
+keeps host latency untimed."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from maxcode.evaluate.cuda import worker
+
+from .cuda_fixtures import requires_gpu
+
+HOLD_2GHZ = worker.GpuHold(min_us=100.0, max_us=1000.0, sm_clock_mhz=2000.0)
 
 
 @pytest.fixture
@@ -37,7 +45,7 @@ def trace(monkeypatch):
 def test_flush_is_queued_after_the_sync_so_the_launch_overlaps_it(trace):
     calls = {"candidate": lambda: trace.append("candidate"), "eager": lambda: trace.append("eager")}
     times = worker.time_interleaved(calls, [], warmup=0, trials=2, flush_l2=True, l2_bytes=1024)
-    assert times == {"candidate": [1.0, 1.0], "eager": [1.0, 1.0]}
+    assert times.gpu_ms == {"candidate": [1.0, 1.0], "eager": [1.0, 1.0]}
     timed = trace[trace.index("event") + 2 :]  # after the two events are made
     expected = ["candidate", "eager", "eager", "candidate"]  # rotating order
     assert timed == [
@@ -54,6 +62,114 @@ def test_without_flush_each_call_is_still_synchronized_on_both_sides(trace):
 def test_a_hold_is_queued_before_the_flush_and_the_start_event(trace):
     calls = {"candidate": lambda: trace.append("candidate")}
     worker.time_interleaved(
-        calls, [], warmup=0, trials=1, flush_l2=True, l2_bytes=1024, hold_cycles=200_000
+        calls, [], warmup=0, trials=1, flush_l2=True, l2_bytes=1024, hold=HOLD_2GHZ
     )
     assert trace[-7:] == ["sync", "hold 200000", "flush", "start", "candidate", "end", "sync"]
+
+
+def test_host_time_covers_the_call_and_nothing_around_it(trace, monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(worker, "_perf_counter", lambda: clock[0])
+    monkeypatch.setattr(worker, "_synchronize", lambda: clock.__setitem__(0, clock[0] + 1.0))
+    monkeypatch.setattr(worker, "_hold_gpu", lambda cycles: clock.__setitem__(0, clock[0] + 1.0))
+
+    def call():  # 2 ms of host work; each sync and hold around it costs the fake clock 1 s
+        clock[0] += 0.002
+
+    times = worker.time_interleaved({"candidate": call}, [], 0, 3, True, 1024, hold=HOLD_2GHZ)
+    assert times.host_ms["candidate"] == pytest.approx([2.0, 2.0, 2.0])
+
+
+def test_the_hold_outlasts_twice_the_p90_host_time_within_its_bounds():
+    hold = worker.GpuHold(min_us=100.0, max_us=1000.0, sm_clock_mhz=1980.0)
+    assert hold.microseconds([]) == 100.0  # nothing measured yet: the minimum
+    assert hold.microseconds([0.01] * 20) == 100.0  # 2 x 10 us is under the minimum
+    assert hold.microseconds([0.04] * 18 + [0.3, 0.3]) == 100.0  # p90 ignores the top 10%
+    assert hold.microseconds([0.04] * 10 + [0.3] * 10) == pytest.approx(600.0)
+    assert hold.microseconds([5.0]) == 1000.0  # capped
+    assert hold.cycles(100.0) == 198_000  # at the max SM clock
+    assert worker.GpuHold(100.0, 1000.0).cycles(100.0) == 200_000  # clock unknown: 2 GHz
+    assert worker.GpuHold(0.0, 1000.0).microseconds([5.0]) == 0.0  # hold_us 0: no hold
+
+
+def test_a_variant_with_a_slow_host_side_gets_a_longer_hold_and_the_others_do_not(
+    trace, monkeypatch
+):
+    clock = [0.0]
+    monkeypatch.setattr(worker, "_perf_counter", lambda: clock[0])
+
+    def slow_host():  # 0.3 ms of host time per call
+        clock[0] += 0.0003
+
+    def quick_host():
+        clock[0] += 0.00001
+
+    calls = {"slow_host": slow_host, "quick_host": quick_host}
+    times = worker.time_interleaved(calls, [], 0, 4, False, None, hold=HOLD_2GHZ)
+    assert times.hold_us["slow_host"] == pytest.approx([100.0, 600.0, 600.0, 600.0])
+    assert times.hold_us["quick_host"] == [100.0] * 4
+    assert trace.count("hold 1200000") == 3  # 600 us at 2 GHz
+
+
+def test_a_host_side_longer_than_the_longest_hold_is_reported_by_variant():
+    summary = {"candidate": {"host_median": 0.25}, "eager": {"host_median": 0.02}}
+    (warning,) = worker.host_latency_warnings(summary, worker.GpuHold(100.0, 200.0))
+    assert "candidate call takes 0.250 ms" in warning and "hold_max_us" in warning
+    assert worker.host_latency_warnings(summary, worker.GpuHold(100.0, 300.0)) == []
+    no_hold = worker.GpuHold(0.0, 0.0)
+    assert worker.host_latency_warnings(summary, no_hold) == []  # nothing hidden
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_on_a_gpu_the_hold_keeps_host_work_before_the_launch_out_of_the_timed_window():
+    import torch
+
+    x = torch.zeros(1 << 20, device="cuda")
+
+    def launch(x):
+        return x + 1
+
+    def host_work_then_launch(x):
+        begin = time.perf_counter()
+        while time.perf_counter() - begin < 200e-6:  # 200 us of host work
+            pass
+        return x + 1
+
+    variants = {"plain": launch, "host_work": host_work_then_launch}
+
+    def medians(hold_us: float) -> dict[str, float]:
+        hold = worker.GpuHold(hold_us, hold_us)  # fixed; at 2 GHz: about hold_us on any GPU here
+        times = worker.time_interleaved(variants, [x], 3, 50, False, None, hold=hold)
+        return {name: worker.summarize(ms)["median"] for name, ms in times.gpu_ms.items()}
+
+    held, unheld = medians(2000.0), medians(0.0)
+    assert unheld["host_work"] - unheld["plain"] > 0.15, unheld  # the host work was timed
+    assert abs(held["host_work"] - held["plain"]) < 0.02, held  # the hold hid it
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_on_a_gpu_a_call_after_a_long_one_is_timed_as_when_it_runs_alone():
+    """On the H100 the host took 0.2-0.4 ms to launch the call after a 27 ms one, and a
+    fixed 100 us hold let that into the window; the hold sized to the host keeps it out."""
+    import torch
+
+    x = torch.zeros(16 << 20, device="cuda")
+
+    def long_call(x):
+        torch.cuda._sleep(27_000 * 2000)  # about 27 ms at 2 GHz, 14 at 1 GHz
+        return x
+
+    def short_call(x):
+        return x * 0.75 + x
+
+    def short_median(variants: dict, hold: worker.GpuHold) -> float:
+        times = worker.time_interleaved(variants, [x], 3, 60, True, 100 << 20, hold=hold)
+        return worker.summarize(times.gpu_ms["short"])["median"]
+
+    sized = worker.GpuHold(100.0, 1000.0)
+    alone = short_median({"short": short_call}, sized)
+    after_long = short_median({"short": short_call, "long": long_call}, sized)
+    fixed = short_median({"short": short_call, "long": long_call}, worker.GpuHold(100.0, 100.0))
+    assert abs(after_long - alone) / alone < 0.03, (alone, after_long, fixed)

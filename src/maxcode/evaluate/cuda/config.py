@@ -50,6 +50,18 @@ class CudaEvalConfig:
         default=True,
         metadata={"help": "overwrite a buffer twice the L2 size before each timed call"},
     )
+    hold_us: float = field(
+        default=100.0,
+        metadata={
+            "help": "shortest GPU spin queued before each timed call (nvbench's blocking kernel), so a call whose host side is shorter is timed without the host's launch latency; 0 = none, as KernelBench times"
+        },
+    )
+    hold_max_us: float = field(
+        default=1000.0,
+        metadata={
+            "help": "longest GPU spin: the spin grows to twice a variant's 90th-percentile host time (launches after a long call were seen taking 0.2-0.4 ms on the H100) up to this"
+        },
+    )
     time_compiled_reference: bool = field(
         default=True,
         metadata={"help": "also time torch.compile(Model) interleaved with the candidate"},
@@ -122,9 +134,18 @@ class CudaEvalConfig:
         for name in ("correctness_trials", "timing_trials", "profile_calls"):
             if getattr(self, name) < 1:
                 raise ValueError(f"CudaEvalConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.warmup < 0 or self.compile_workers < 0 or self.timing_seconds < 0:
+        if (
+            self.warmup < 0
+            or self.compile_workers < 0
+            or self.timing_seconds < 0
+            or self.hold_us < 0
+        ):
             raise ValueError(
-                "CudaEvalConfig.warmup, compile_workers and timing_seconds must be >= 0"
+                "CudaEvalConfig.warmup, compile_workers, timing_seconds and hold_us must be >= 0"
+            )
+        if self.hold_max_us < self.hold_us:
+            raise ValueError(
+                f"CudaEvalConfig.hold_max_us ({self.hold_max_us}) must be >= hold_us ({self.hold_us})"
             )
         for name in ("atol_fp32", "rtol_fp32", "atol_half", "rtol_half"):
             if getattr(self, name) <= 0:

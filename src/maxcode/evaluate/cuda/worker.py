@@ -8,6 +8,7 @@ ends the run with a status and a one-line reason.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import statistics
@@ -15,8 +16,9 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -536,6 +538,7 @@ class _Run:
             except Exception as err:
                 self.figures["compiled_reference_error"] = _describe(err)
             self.stage("torch_compile", t0)
+        hold = GpuHold(self.cfg.hold_us, self.cfg.hold_max_us, self.env.get("max_sm_clock_mhz"))
         times = time_interleaved(
             variants,
             inputs,
@@ -544,9 +547,18 @@ class _Run:
             self.cfg.flush_l2,
             self.env.get("l2_bytes"),
             self.cfg.timing_seconds,
+            hold,
         )
         self.check_patches("during timing")
-        summary = {name: summarize(ts) for name, ts in times.items()}
+        summary = {
+            name: {
+                **summarize(ms),
+                "host_median": round(statistics.median(times.host_ms[name]), 6),
+                "hold_us_median": round(statistics.median(times.hold_us[name]), 1),
+            }
+            for name, ms in times.gpu_ms.items()
+        }
+        self.figures["warnings"] += host_latency_warnings(summary, hold)
         self.timing = summary
         cand, eager = summary["candidate"]["median"], summary["eager"]["median"]
         speedup = eager / cand if cand > 0 else float("inf")
@@ -598,6 +610,55 @@ class _Run:
         }
 
 
+class Timings(NamedTuple):
+    """Per-call times (ms) of each variant, in the order they ran."""
+
+    gpu_ms: dict[str, list[float]]  # CUDA events around the call
+    host_ms: dict[str, list[float]]  # host time from the call to its return (launching it)
+    hold_us: dict[str, list[float]]  # GPU spin queued before the call
+
+
+HOLD_HOST_MARGIN = 2.0  # the spin outlasts this many times a variant's p90 host time
+
+
+@dataclass(frozen=True)
+class GpuHold:
+    """A GPU spin before each timed call, sized to the host (nvbench's blocking kernel).
+
+    While the GPU spins, the host launches the call, so the window opens at its first kernel.
+    A fixed spin is not enough: on the H100 the launches that follow a call of several
+    milliseconds took 0.2-0.4 ms of host time (0.04 ms otherwise), whatever the host did in
+    between, and put that into the eager reference's window. The spin therefore lasts twice
+    the variant's 90th-percentile host time so far, between ``min_us`` and ``max_us``.
+    """
+
+    min_us: float
+    max_us: float
+    sm_clock_mhz: float | None = None
+
+    def microseconds(self, host_ms_sorted: list[float]) -> float:
+        if self.min_us <= 0:
+            return 0.0
+        p90 = host_ms_sorted[int(0.9 * (len(host_ms_sorted) - 1))] if host_ms_sorted else 0.0
+        return min(max(self.min_us, HOLD_HOST_MARGIN * 1000.0 * p90), max(self.min_us, self.max_us))
+
+    def cycles(self, microseconds: float) -> int:
+        """Clock cycles that last ``microseconds`` at the max SM clock (2 GHz if unknown)."""
+        return int(microseconds * (self.sm_clock_mhz or 2000.0))
+
+
+def host_latency_warnings(summary: dict[str, dict[str, float]], hold: GpuHold) -> list[str]:
+    """Variants whose host side outlasts the longest GPU hold, so their launches were timed."""
+    if hold.min_us <= 0:
+        return []
+    hold_ms = max(hold.min_us, hold.max_us) / 1000.0
+    return [
+        f"timing: the host side of a {name} call takes {stats['host_median']:.3f} ms (median), longer than the longest GPU hold ({hold_ms:.3f} ms), so its launch latency and its noise are inside the timed window; raise CudaEvalConfig.hold_max_us"
+        for name, stats in summary.items()
+        if stats["host_median"] > hold_ms
+    ]
+
+
 def time_interleaved(
     variants: dict[str, Any],
     inputs: list[Any],
@@ -606,29 +667,31 @@ def time_interleaved(
     flush_l2: bool,
     l2_bytes: int | None,
     min_seconds: float = 0.0,
-    hold_cycles: int = 0,
-) -> dict[str, list[float]]:
-    """Per-call CUDA-event times (ms) of each variant, round-robin with rotating order.
+    hold: GpuHold | None = None,
+) -> Timings:
+    """Per-call CUDA-event and host times of each variant, round-robin with rotating order.
 
-    Each call: device-wide sync, optional L2 flush (write 2x L2 bytes), event on the
-    current stream, call, event, device-wide sync. The flush is queued after the sync, as
-    in KernelBench, so the GPU is still flushing while the host launches the call; a sync
-    between flush and start event would put the host's launch latency, and its noise,
-    inside the timed window of every call. Interleaving makes clock drift and thermal
-    changes hit all variants alike, so their ratio is stable. ``trials`` is a floor: short
-    kernels get more rounds (up to 10x) until the rounds fill about
-    ``min_seconds``, because their per-call noise needs more samples for a stable median.
-    ``hold_cycles`` > 0 queues a GPU spin of that many cycles before the flush (nvbench's
-    blocking kernel), so the host's launch latency stays outside the timed window for
-    calls whose host side takes less than the spin; it is what
-    ``benchmarks/bench_timing_spread.py`` compares against the default of 0.
+    Each call: device-wide sync, optional GPU spin (``hold``, sized to the variant's host
+    time so far), optional L2 flush (write 2x L2 bytes), event on the current stream, call,
+    event, device-wide sync. The spin and the flush keep the GPU busy while the host
+    launches the call, so a call whose host side is shorter than them is timed from its
+    first kernel: the host's launch latency, which moved the medians of 0.04-0.12 ms calls
+    by up to 16% between processes on the H100, stays out of the window (``host_ms``
+    records it).
+    Interleaving makes clock drift and thermal changes hit all variants alike, so their
+    ratio is stable. ``trials`` is a floor: short kernels get more rounds (up to 10x)
+    until the rounds fill about ``min_seconds``, because their per-call noise needs more
+    samples for a stable median.
     """
     names = list(variants)
+    host_sorted: dict[str, list[float]] = {name: [] for name in names}  # sizes the hold
     _synchronize()
     t0 = _perf_counter()
     for _ in range(warmup):
         for name in names:
+            issued = _perf_counter()
             variants[name](*inputs)
+            bisect.insort(host_sorted[name], (_perf_counter() - issued) * 1000.0)
         _synchronize()
     round_s = (_perf_counter() - t0) / warmup if warmup else 0.0  # no warm-up: no estimate
     if min_seconds > 0 and round_s > 0:
@@ -638,22 +701,29 @@ def time_interleaved(
         if flush_l2
         else None
     )
-    times: dict[str, list[float]] = {name: [] for name in names}
+    timings = Timings(*({name: [] for name in names} for _ in range(3)))
     start, end = _Event(enable_timing=True), _Event(enable_timing=True)
     for t in range(trials):
         order = names[t % len(names) :] + names[: t % len(names)]
         for name in order:
+            hold_us = hold.microseconds(host_sorted[name]) if hold else 0.0
             _synchronize()
-            if hold_cycles > 0:
-                _hold_gpu(hold_cycles)
+            if hold_us > 0:
+                _hold_gpu(hold.cycles(hold_us))
             if flush is not None:
                 flush.zero_()
             start.record()
+            issued = _perf_counter()
             variants[name](*inputs)
+            returned = _perf_counter()
             end.record()
             _synchronize()
-            times[name].append(start.elapsed_time(end))
-    return times
+            host_ms = (returned - issued) * 1000.0
+            bisect.insort(host_sorted[name], host_ms)
+            timings.gpu_ms[name].append(start.elapsed_time(end))
+            timings.host_ms[name].append(host_ms)
+            timings.hold_us[name].append(hold_us)
+    return timings
 
 
 PROFILE_TOP_KERNELS = 8
