@@ -59,7 +59,7 @@ class CudaEvalConfig:
     hold_max_us: float = field(
         default=1000.0,
         metadata={
-            "help": "longest GPU spin: the spin grows to twice a variant's 90th-percentile host time (launches after a long call were seen taking 0.2-0.4 ms on the H100) up to this"
+            "help": "longest GPU spin: the spin grows to twice a variant's 90th-percentile host time (launches after a long call were seen taking 0.16-0.4 ms on the H100) up to this"
         },
     )
     time_compiled_reference: bool = field(

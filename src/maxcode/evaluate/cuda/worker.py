@@ -627,7 +627,7 @@ class GpuHold:
 
     While the GPU spins, the host launches the call, so the window opens at its first kernel.
     A fixed spin is not enough: on the H100 the launches that follow a call of several
-    milliseconds took 0.2-0.4 ms of host time (0.04 ms otherwise), whatever the host did in
+    milliseconds took 0.16-0.4 ms of host time (0.04 ms otherwise), whatever the host did in
     between, and put that into the eager reference's window. The spin therefore lasts twice
     the variant's 90th-percentile host time so far, between ``min_us`` and ``max_us``.
     """
