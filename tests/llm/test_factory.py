@@ -105,4 +105,7 @@ def test_cli_cache_info_counts_per_model(tmp_path):
     assert "3  openai:gen" in out.output and "1  anthropic:crit" in out.output
     assert "4  total" in out.output
     missing = CliRunner().invoke(app, ["cache-info", str(tmp_path / "none.sqlite")])
-    assert missing.exit_code != 0 and "no such cache file" in missing.output
+    # typer's error panel wraps a long path's message across lines inside its box
+    words = " ".join(missing.output.replace("│", " ").split())
+    assert missing.exit_code != 0 and "no such cache file" in words, missing.output
+    assert "none.sqlite" in "".join(words.split()), missing.output  # names the file
