@@ -90,6 +90,8 @@ def test_the_hold_outlasts_twice_the_p90_host_time_within_its_bounds():
     assert hold.cycles(100.0) == 198_000  # at the max SM clock
     assert worker.GpuHold(100.0, 1000.0).cycles(100.0) == 200_000  # clock unknown: 2 GHz
     assert worker.GpuHold(0.0, 1000.0).microseconds([5.0]) == 0.0  # hold_us 0: no hold
+    with pytest.raises(ValueError, match="min_us <= max_us"):
+        worker.GpuHold(200.0, 100.0)
 
 
 def test_a_variant_with_a_slow_host_side_gets_a_longer_hold_and_the_others_do_not(
