@@ -1,0 +1,201 @@
+"""Real LLM-written KernelBench candidates with the verdicts KernelBench's own harness gave them.
+
+A run folder (KernelBench's ``runs/<run>/`` layout, as published by technoabsurdist/KernelBench)
+holds ``level_<L>_problem_<P>_sample_0_kernel.py`` files and ``eval_results.json``: per problem
+id, ``compiled``, ``correctness``, ``runtime`` and ``metadata`` (``hardware``,
+``compilation_error``, ``runtime_error``, ``cuda_error``, ``correctness_issue``). The problems
+are read from the copy the run used (``--problems``), and each is compared with an upstream
+KernelBench copy (``--upstream``) so a table can say which problems differ. Nothing here is
+part of the project: point the paths (or ``$KB``) at a local copy, never commit it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from maxcode.tasks.kernelbench import load_problem_file
+from maxcode.tasks.model import Task
+
+VERDICTS = ("compile_error", "runtime_error", "wrong_answer", "ok")
+"""Label classes, in the order tables print them (KernelBench reports no timeout or rejection)."""
+
+KERNEL_RE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+
+
+class CorpusError(ValueError):
+    """A run folder or problem copy that cannot be read; the message names the path and the fix."""
+
+
+@dataclass(frozen=True)
+class Label:
+    """KernelBench's harness verdict on one candidate."""
+
+    verdict: str
+    error: str  # first line of the harness's error or correctness issue; "" when ok
+    hardware: str
+    runtime_ms: float | None  # KernelBench's mean runtime when correct
+
+
+@dataclass(frozen=True)
+class RealCandidate:
+    run: str
+    level: int
+    problem_id: int
+    kernel_file: Path
+    problem_file: Path
+    label: Label
+    differs_from_upstream: bool | None  # None: no upstream copy to compare with
+
+    @property
+    def key(self) -> str:
+        return f"{self.run}/L{self.level}/P{self.problem_id}"
+
+    @property
+    def source(self) -> str:
+        return self.kernel_file.read_text()
+
+    def task(self) -> Task:
+        return load_problem_file(self.problem_file, level=self.level)
+
+
+def label_from_entry(entry: dict) -> Label:
+    """Map one ``eval_results.json`` entry to a verdict class.
+
+    KernelBench sets ``compiled`` false also for a CUDA error raised while loading the module
+    (``cuda_error``): that is a crash, so any runtime or CUDA error counts as ``runtime_error``
+    before ``compiled`` is looked at.
+    """
+    meta = entry.get("metadata") or {}
+    if "compiled" not in entry or "correctness" not in entry:
+        raise CorpusError("entry lacks 'compiled' or 'correctness'")
+    if "runtime_error" in meta or "cuda_error" in meta:
+        verdict, error = "runtime_error", meta.get("runtime_error") or meta.get("cuda_error")
+    elif not entry["compiled"]:
+        verdict, error = "compile_error", meta.get("compilation_error", "")
+    elif entry["correctness"]:
+        verdict, error = "ok", ""
+    else:
+        verdict, error = "wrong_answer", meta.get("correctness_issue", "")
+    runtime = entry.get("runtime")
+    return Label(
+        verdict=verdict,
+        error=first_line(str(error or "")),
+        hardware=str(meta.get("hardware", "")),
+        runtime_ms=float(runtime) if verdict == "ok" and runtime not in (None, -1) else None,
+    )
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:300] if text.strip() else ""
+
+
+def load_run(run_dir: Path, problems: Path, upstream: Path | None = None) -> list[RealCandidate]:
+    """Every labelled candidate of one run folder, sorted by level then problem id."""
+    run_dir = Path(run_dir)
+    results_path = run_dir / "eval_results.json"
+    if not results_path.is_file():
+        raise CorpusError(
+            f"{results_path}: missing; a KernelBench run folder holds eval_results.json beside the kernels"
+        )
+    try:
+        results = json.loads(results_path.read_text())
+    except json.JSONDecodeError as err:
+        raise CorpusError(f"{results_path}: not JSON (line {err.lineno}): {err.msg}") from err
+    if not isinstance(results, dict):
+        raise CorpusError(f"{results_path}: expected an object keyed by problem id")
+    out = []
+    for kernel in sorted(run_dir.glob("level_*_kernel.py")):
+        m = KERNEL_RE.match(kernel.name)
+        if not m or int(m.group(3)) != 0:
+            continue
+        level, pid = int(m.group(1)), int(m.group(2))
+        entry = results.get(str(pid))
+        if isinstance(entry, list):  # several samples per problem: keep sample 0
+            entry = next((e for e in entry if e.get("sample_id", 0) == 0), None)
+        if entry is None:
+            continue  # generated but never evaluated: no label to compare with
+        try:
+            label = label_from_entry(entry)
+        except CorpusError as err:
+            raise CorpusError(f"{results_path}: problem {pid}: {err}") from err
+        problem = problem_path(Path(problems), level, pid)
+        out.append(
+            RealCandidate(
+                run=run_dir.name,
+                level=level,
+                problem_id=pid,
+                kernel_file=kernel,
+                problem_file=problem,
+                label=label,
+                differs_from_upstream=_differs(problem, upstream, level),
+            )
+        )
+    return sorted(out, key=lambda c: (c.level, c.problem_id))
+
+
+def problem_path(problems: Path, level: int, problem_id: int) -> Path:
+    """``<problems>/level<L>/<P>_<Name>.py``; an error names the folder when it is not there."""
+    folder = problems / f"level{level}"
+    hits = sorted(folder.glob(f"{problem_id}_*.py"))
+    if not hits:
+        raise CorpusError(
+            f"{folder}: no problem file '{problem_id}_*.py'; pass the KernelBench copy the run used (--problems)"
+        )
+    return hits[0]
+
+
+def _differs(problem: Path, upstream: Path | None, level: int) -> bool | None:
+    if upstream is None:
+        return None
+    other = Path(upstream) / f"level{level}" / problem.name
+    return other.read_bytes() != problem.read_bytes() if other.is_file() else None
+
+
+def load_runs(
+    runs_root: Path, runs: list[str], problems: Path, upstream: Path | None = None
+) -> list[RealCandidate]:
+    out = []
+    for run in runs:
+        if not (Path(runs_root) / run).is_dir():
+            known = sorted(p.name for p in Path(runs_root).iterdir() if p.is_dir())
+            raise CorpusError(f"{runs_root}/{run}: no such run folder; known: {known}")
+        out += load_run(Path(runs_root) / run, problems, upstream)
+    return out
+
+
+def stratified_sample(
+    candidates: list[RealCandidate], n: int, seed: int = 0, levels: tuple[int, ...] = (1, 2)
+) -> list[RealCandidate]:
+    """``n`` candidates drawn round-robin over (level, label verdict, run) strata.
+
+    Within a stratum the order is a hash of the seed and the candidate's key, so the sample
+    is the same on every machine and does not depend on the order files are listed in; one
+    problem is taken at most once per level, so throughput is not measured on one problem's
+    repeats. Strata are visited in a fixed order, so rare labels (wrong answers, crashes)
+    appear early rather than being swamped by the most common one.
+    """
+    strata: dict[tuple[int, str, str], list[RealCandidate]] = defaultdict(list)
+    for c in candidates:
+        if c.level in levels:
+            strata[(c.level, c.label.verdict, c.run)].append(c)
+    for members in strata.values():
+        members.sort(key=lambda c: hashlib.sha256(f"{seed}:{c.key}".encode()).hexdigest())
+    order = sorted(strata, key=lambda s: (VERDICTS.index(s[1]), s[0], s[2]))
+    picked: list[RealCandidate] = []
+    seen: set[tuple[int, int]] = set()
+    while len(picked) < n and any(strata[s] for s in order):
+        for s in order:
+            while strata[s]:
+                c = strata[s].pop(0)
+                if (c.level, c.problem_id) not in seen:
+                    seen.add((c.level, c.problem_id))
+                    picked.append(c)
+                    break
+            if len(picked) == n:
+                break
+    return picked

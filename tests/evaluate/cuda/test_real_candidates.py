@@ -1,0 +1,138 @@
+"""The real-candidate corpus reader (benchmarks/real_candidates.py) on a run folder written here."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from real_candidates import (
+    CorpusError,
+    label_from_entry,
+    load_run,
+    load_runs,
+    stratified_sample,
+)
+
+PROBLEM = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.rand(16, {n})]
+
+def get_init_inputs():
+    return []
+"""
+
+ENTRIES = {
+    "ok": {"compiled": True, "correctness": True, "runtime": 1.5, "metadata": {}},
+    "compile_error": {
+        "compiled": False,
+        "correctness": False,
+        "metadata": {"compilation_error": "Error building extension 'fused_op'\nnvcc ..."},
+    },
+    "runtime_error": {
+        "compiled": True,
+        "correctness": False,
+        "metadata": {"runtime_error": "CUDA out of memory. Tried to allocate 1.50 GiB"},
+    },
+    "wrong_answer": {
+        "compiled": True,
+        "correctness": False,
+        "metadata": {"correctness_issue": "Output mismatch", "max_difference": "['0.5']"},
+    },
+}
+
+
+def _write_run(root: Path, name: str, level: int, verdicts: list[str]) -> None:
+    run = root / "runs" / name
+    run.mkdir(parents=True)
+    results = {}
+    for pid, verdict in enumerate(verdicts, start=1):
+        (run / f"level_{level}_problem_{pid}_sample_0_kernel.py").write_text(f"# {name} {pid}\n")
+        results[str(pid)] = {
+            "sample_id": 0,
+            **ENTRIES[verdict],
+            "metadata": {"hardware": "NVIDIA A100-SXM4-40GB", **ENTRIES[verdict]["metadata"]},
+        }
+    (run / "eval_results.json").write_text(json.dumps(results))
+    for copy, n in (("problems", 8), ("upstream", 8 if level == 2 else 9)):
+        folder = root / copy / f"level{level}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for pid in range(1, len(verdicts) + 1):
+            (folder / f"{pid}_Op{pid}.py").write_text(PROBLEM.format(n=n))
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    verdicts = ["ok", "compile_error", "runtime_error", "wrong_answer"] * 3
+    _write_run(tmp_path, "a_level1_run", 1, verdicts)
+    _write_run(tmp_path, "b_level1_run", 1, verdicts[::-1])
+    _write_run(tmp_path, "c_level2_run", 2, verdicts)
+    return tmp_path
+
+
+def test_labels_map_to_verdict_classes_with_the_first_error_line():
+    assert label_from_entry(ENTRIES["ok"]).runtime_ms == 1.5
+    label = label_from_entry(ENTRIES["compile_error"])
+    assert (label.verdict, label.error) == ("compile_error", "Error building extension 'fused_op'")
+    assert label_from_entry(ENTRIES["wrong_answer"]).verdict == "wrong_answer"
+    assert label_from_entry(ENTRIES["runtime_error"]).runtime_ms is None
+    # KernelBench marks a CUDA error while loading as not compiled: it is a crash
+    crash = {
+        "compiled": False,
+        "correctness": False,
+        "metadata": {"cuda_error": "illegal memory access"},
+    }
+    assert label_from_entry(crash).verdict == "runtime_error"
+
+
+def test_run_folder_reads_kernels_labels_and_problem_copies(corpus: Path):
+    cands = load_run(corpus / "runs" / "a_level1_run", corpus / "problems", corpus / "upstream")
+    assert [c.problem_id for c in cands] == list(range(1, 13))
+    first = cands[0]
+    assert first.key == "a_level1_run/L1/P1"
+    assert first.label.hardware == "NVIDIA A100-SXM4-40GB"
+    assert first.source == "# a_level1_run 1\n"
+    assert first.task().metadata["problem_id"] == 1
+    assert first.differs_from_upstream is True  # level 1's upstream copy has other sizes
+    level2 = load_run(corpus / "runs" / "c_level2_run", corpus / "problems", corpus / "upstream")
+    assert not any(c.differs_from_upstream for c in level2)
+    assert (
+        load_run(corpus / "runs" / "c_level2_run", corpus / "problems")[0].differs_from_upstream
+        is None
+    )
+
+
+def test_bad_corpus_paths_name_the_path_and_the_fix(corpus: Path):
+    with pytest.raises(CorpusError, match=r"no such run folder.*a_level1_run"):
+        load_runs(corpus / "runs", ["nope"], corpus / "problems")
+    with pytest.raises(CorpusError, match=r"level1: no problem file '\d+_"):
+        load_run(corpus / "runs" / "a_level1_run", corpus / "elsewhere")
+    (corpus / "runs" / "a_level1_run" / "eval_results.json").write_text("{")
+    with pytest.raises(CorpusError, match=r"eval_results\.json: not JSON"):
+        load_run(corpus / "runs" / "a_level1_run", corpus / "problems")
+
+
+def test_sample_is_stratified_deterministic_and_one_per_problem(corpus: Path):
+    runs = ["a_level1_run", "b_level1_run", "c_level2_run"]
+    cands = load_runs(corpus / "runs", runs, corpus / "problems")
+    sample = stratified_sample(cands, 16)
+    assert len(sample) == 16
+    assert sample == stratified_sample(list(reversed(cands)), 16)  # listing order does not matter
+    assert stratified_sample(cands, 16, seed=1) != sample
+    # one round over the 12 (level, verdict, run) strata: every label class of every run
+    first_round = stratified_sample(cands, 12)
+    assert Counter((c.label.verdict, c.run) for c in first_round) == Counter(
+        {(v, r): 1 for v in ("ok", "compile_error", "runtime_error", "wrong_answer") for r in runs}
+    )
+    assert {c.run for c in sample} == set(runs)
+    assert len({(c.level, c.problem_id) for c in sample}) == 16
+    level2 = stratified_sample(cands, 16, levels=(2,))
+    assert len(level2) == 12 and all(c.level == 2 for c in level2)
+    assert len(stratified_sample(cands, 100)) == 24  # 12 problems per level at most
