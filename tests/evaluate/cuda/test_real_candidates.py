@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 from real_candidates import (
     CorpusError,
+    Label,
+    agrees,
+    disagreement_cause,
     label_from_entry,
     load_run,
     load_runs,
@@ -136,3 +139,95 @@ def test_sample_is_stratified_deterministic_and_one_per_problem(corpus: Path):
     level2 = stratified_sample(cands, 16, levels=(2,))
     assert len(level2) == 12 and all(c.level == 2 for c in level2)
     assert len(stratified_sample(cands, 100)) == 24  # 12 problems per level at most
+
+
+BN_PROBLEM = "self.bn = nn.BatchNorm2d(16)\n"
+A100 = "NVIDIA A100-SXM4-40GB"
+
+
+def _label(verdict: str, error: str = "") -> Label:
+    return Label(verdict, error, A100, None)
+
+
+@pytest.mark.parametrize(
+    ("problem", "label", "status", "reason", "cause"),
+    [
+        (PROBLEM, _label("ok"), "rejected", "result_reuse: output reused", "hack"),
+        (PROBLEM, _label("ok"), "timeout", "call took 31 s", "timeout"),
+        (
+            PROBLEM,
+            _label("runtime_error", "CUDA out of memory. Tried to allocate 1.50 GiB"),
+            "ok",
+            "",
+            "labels' GPU memory",
+        ),
+        (
+            PROBLEM,
+            _label(
+                "runtime_error",
+                "CUDA error: no kernel image is available for execution on the device",
+            ),
+            "ok",
+            "",
+            "labels' environment",
+        ),
+        (
+            PROBLEM,
+            _label("compile_error", "Error building extension 'fused_op'"),
+            "ok",
+            "",
+            "labels' environment",
+        ),
+        (
+            PROBLEM,
+            _label("compile_error", "Error building extension 'fused_op': [1/3] nvcc error"),
+            "ok",
+            "",
+            "other",
+        ),
+        (
+            PROBLEM,
+            _label("ok"),
+            "runtime_error",
+            "evaluation failed: CUDA out of memory",
+            "evaluator memory",
+        ),
+        (BN_PROBLEM, _label("wrong_answer", "Output mismatch"), "ok", "", "semantics"),
+        (
+            BN_PROBLEM,
+            _label("ok"),
+            "wrong_answer",
+            "trial 0: output 0: 3 of 9 elements outside",
+            "semantics",
+        ),
+        (
+            PROBLEM,
+            _label("ok"),
+            "wrong_answer",
+            "trial 0: output 0: 5 of 10 elements outside atol=0.0001 rtol=0.0001, max abs err 0.003, max rel err 0.1",
+            "tolerance version",
+        ),
+        (
+            PROBLEM,
+            _label("ok"),
+            "wrong_answer",
+            "trial 0: output 0: 5 of 10 elements outside atol=0.0001 rtol=0.0001, max abs err 0.5, max rel err 0.1",
+            "other",
+        ),
+        (
+            PROBLEM,
+            _label("ok"),
+            "wrong_answer",
+            "trial 0: output 0: 5 of 10 elements outside atol=0.01 rtol=0.01, max abs err 0.003, max rel err 9",
+            "other",
+        ),
+    ],
+)
+def test_disagreements_get_the_cause_their_evidence_shows(problem, label, status, reason, cause):
+    assert not agrees(label.verdict, status)
+    assert disagreement_cause(problem, label, status, reason) == cause
+
+
+def test_only_the_same_class_agrees():
+    assert agrees("ok", "ok") and agrees("compile_error", "compile_error")
+    assert not agrees("runtime_error", "memory_limit")
