@@ -76,7 +76,7 @@ def label_from_entry(entry: dict) -> Label:
     if "runtime_error" in meta or "cuda_error" in meta:
         verdict, error = "runtime_error", meta.get("runtime_error") or meta.get("cuda_error")
     elif not entry["compiled"]:
-        verdict, error = "compile_error", meta.get("compilation_error", "")
+        verdict, error = "compile_error", compiler_error(str(meta.get("compilation_error", "")))
     elif entry["correctness"]:
         verdict, error = "ok", ""
     else:
@@ -88,6 +88,19 @@ def label_from_entry(entry: dict) -> Label:
         hardware=str(meta.get("hardware", "")),
         runtime_ms=float(runtime) if verdict == "ok" and runtime not in (None, -1) else None,
     )
+
+
+COMPILER_DIAGNOSTIC = re.compile(r"(?:^|/)([\w.-]+\(\d+\): error: .*|[\w.-]+:\d+:\d+: error: .*)$")
+
+
+def compiler_error(text: str) -> str:
+    """The first compiler diagnostic of a failed build (its path cut to the file name); the
+    harness's first line (``Error building extension 'x': <the nvcc command>``) when none."""
+    for line in text.splitlines()[1:]:
+        m = COMPILER_DIAGNOSTIC.search(line.strip())
+        if m:
+            return f"{text.split(':', 1)[0]}: {m.group(1)}"
+    return text
 
 
 def first_line(text: str) -> str:
@@ -227,6 +240,11 @@ OOM = re.compile(r"out of memory", re.IGNORECASE)
 NO_KERNEL_IMAGE = "no kernel image is available"
 # The harness reports only this line when the build's log was not kept: the compiler never said why.
 BARE_BUILD_ERROR = re.compile(r"^Error building extension '[^']*'$")
+# Names that torch's headers of the labels' version did not declare where the kernel used them;
+# a build with another torch finds them (the kernel is right for that torch).
+TORCH_HEADER_VERSION = re.compile(
+    r'identifier "C10_\w+" is undefined|namespace "(at|c10|torch)(::\w+)*" has no member'
+)
 OUR_TOLERANCE = re.compile(r"atol=([0-9.e+-]+).*max abs err ([0-9.e+-]+|nan|inf)")
 
 
@@ -250,7 +268,9 @@ def disagreement_cause(problem_source: str, label: Label, status: str, reason: s
         return "labels' GPU memory"
     if label.verdict == "runtime_error" and NO_KERNEL_IMAGE in label.error:
         return "labels' environment"
-    if label.verdict == "compile_error" and BARE_BUILD_ERROR.match(label.error):
+    if label.verdict == "compile_error" and (
+        BARE_BUILD_ERROR.match(label.error) or TORCH_HEADER_VERSION.search(label.error)
+    ):
         return "labels' environment"
     if status in ("runtime_error", "memory_limit") and OOM.search(reason):
         return "evaluator memory"

@@ -187,6 +187,16 @@ def _label(verdict: str, error: str = "") -> Label:
         ),
         (
             PROBLEM,
+            _label(
+                "compile_error",
+                "Error building extension 'fused_op': cuda.cu(119): error: identifier \"C10_CUDA_KERNEL_LAUNCH_CHECK\" is undefined",
+            ),
+            "ok",
+            "",
+            "labels' environment",
+        ),
+        (
+            PROBLEM,
             _label("ok"),
             "runtime_error",
             "evaluation failed: CUDA out of memory",
@@ -228,6 +238,35 @@ def test_disagreements_get_the_cause_their_evidence_shows(problem, label, status
     assert disagreement_cause(problem, label, status, reason) == cause
 
 
+def test_a_build_failure_is_labelled_by_its_first_compiler_diagnostic():
+    log = (
+        "Error building extension 'fused_op': [1/3] /usr/bin/nvcc -c /home/u/cache/fused_op/cuda.cu -o cuda.cuda.o \n"
+        '/home/u/cache/fused_op/cuda.cu(57): error: namespace "thrust" has no member "device_ptr"\n'
+        "1 error detected in the compilation of cuda.cu"
+    )
+    entry = {"compiled": False, "correctness": False, "metadata": {"compilation_error": log}}
+    assert label_from_entry(entry).error == (
+        'Error building extension \'fused_op\': cuda.cu(57): error: namespace "thrust" has no member "device_ptr"'
+    )
+
+
 def test_only_the_same_class_agrees():
     assert agrees("ok", "ok") and agrees("compile_error", "compile_error")
     assert not agrees("runtime_error", "memory_limit")
+
+
+def test_bench_overrides_are_typed_and_a_bad_one_exits_2_with_one_line(corpus: Path, capsys):
+    from bench_real_cuda import main, parse_overrides
+
+    assert parse_overrides(["timing_trials=50", "flush_l2=false", "cuda_arch=9.0"]) == {
+        "timing_trials": 50,
+        "flush_l2": False,
+        "cuda_arch": "9.0",
+    }
+    base = ["--runs-dir", str(corpus / "runs"), "--runs", "a_level1_run", "--problems"]
+    assert main([*base, str(corpus / "problems"), "--set", "no_such_key=1"]) == 2
+    assert main([*base, str(corpus / "missing"), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "no_such_key" in err[0] and "--problems" in err[1]
+    assert main([*base, str(corpus / "problems"), "--dry-run", "-n", "4"]) == 0
+    assert "4 candidates of 12" in capsys.readouterr().out

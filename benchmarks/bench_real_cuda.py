@@ -1,0 +1,486 @@
+"""Real LLM-written KernelBench candidates through CudaEvaluator: throughput and agreement with KernelBench.
+
+The candidates are one-shot generations for KernelBench levels 1 and 2 with the verdicts
+KernelBench's own harness gave them (``$KB/runs/<run>/``, A100-40GB labels; see
+``real_candidates.py``), a deterministic stratified sample of ``-n`` of them. Modes:
+
+* ``ours`` (default): the sample through ``CudaEvaluator.evaluate_items`` twice, with a fresh
+  build cache (cold) then the same cache (warm; rebuilt nothing, re-run and re-timed on the
+  GPU); ``--twice`` adds a second warm pass. Prints candidates/min, first-result latency,
+  seconds per stage (from each result's figures), peak GPU memory per candidate, the
+  agreement table against the labels with each disagreement's cause and evidence, and the
+  median run-to-run speedup difference between two passes over the same candidates.
+* ``kernelbench``: KernelBench's own ``eval_kernel_against_ref`` (``--kb-src``, default
+  ``$KB/src``) on the first ``--kb-n`` candidates of the same sample, as its scripts run it
+  (parallel pre-compile, then one candidate after another in a fresh process): its
+  per-candidate seconds and its verdicts on this GPU, the peer figure for throughput and a
+  same-GPU label.
+* ``--dry-run``: list the sample, load every problem and run our static checks (no GPU).
+
+``--set key=value`` (repeatable) overrides a CudaEvalConfig field (values parsed as YAML),
+so the same command runs under any evaluator settings. A figure the evaluator does not
+report prints as ``n/a``. Every figure is measured in this run; ``--json`` keeps them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from real_candidates import (
+    CAUSES,
+    VERDICTS,
+    CorpusError,
+    RealCandidate,
+    agrees,
+    disagreement_cause,
+    first_line,
+    load_runs,
+    stratified_sample,
+)
+
+from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.result import EvalResult
+
+RUNS = (
+    "gemini_level1_run",
+    "gemini_level2_run",
+    "qwen3_level1_run",
+    "qwencoder_level1_run",
+    "qwencoder_level2_run",
+)
+PEAK_GPU_MEMORY_KEYS = ("peak_gpu_memory_mb", "gpu_peak_memory_mb")
+"""Result figures that may hold a candidate's peak GPU memory (MiB); n/a when none is reported."""
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs for CudaEvalConfig.from_dict: YAML values (numbers, booleans, lists,
+    mappings), except for a string field, which keeps the text as written ('9.0' stays a string)."""
+    string_fields = {f.name for f in fields(CudaEvalConfig) if f.type in (str, "str")}
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CorpusError(f"--set {pair!r}: expected key=value, e.g. --set timing_trials=50")
+        out[key] = value if key in string_fields else yaml.safe_load(value)
+    return out
+
+
+def stage_seconds(result: EvalResult) -> dict[str, float]:
+    """Seconds per stage of one evaluation, as its figures report them (compile: the build jobs)."""
+    fig = result.figures
+    out: dict[str, float] = {}
+    if not fig.get("build_cached") and "compile_seconds" in fig:
+        out["compile"] = fig["compile_seconds"]
+    if not fig.get("build_cached") and "compile_wall_seconds" in fig:
+        out["compile (job wall)"] = fig["compile_wall_seconds"]
+    for name, seconds in (fig.get("stage_seconds") or {}).items():
+        out[name] = seconds
+    return out
+
+
+def peak_gpu_memory_mb(result: EvalResult) -> float | None:
+    return next((result.figures[k] for k in PEAK_GPU_MEMORY_KEYS if k in result.figures), None)
+
+
+def run_pass(
+    name: str, sample: list[RealCandidate], config: CudaEvalConfig, cache: Path
+) -> dict[str, Any]:
+    """One pass of the sample through the evaluator; wall time and when each result came."""
+    items = [(c.task(), c.source) for c in sample]
+    arrivals: list[float] = [0.0] * len(items)
+    lock = threading.Lock()
+    t0 = time.monotonic()
+
+    def on_result(index: int, result: EvalResult) -> None:
+        with lock:
+            arrivals[index] = time.monotonic() - t0
+            n = sum(1 for a in arrivals if a)
+        print(
+            f"  [{name} {n}/{len(items)} {arrivals[index]:6.1f} s] {sample[index].key}: {result.status.value}",
+            flush=True,
+        )
+
+    with CudaEvaluator(config, cache) as ev:
+        results = ev.evaluate_items(items, on_result=on_result)
+    wall = time.monotonic() - t0
+    gpu_arrivals = [
+        a for a, r in zip(arrivals, results, strict=True) if r.figures.get("stage_seconds")
+    ]
+    summary = {
+        "pass": name,
+        "cache": str(cache),
+        "candidates": len(items),
+        "wall_s": round(wall, 2),
+        "candidates_per_min": round(60 * len(items) / wall, 2),
+        "first_result_s": round(min(arrivals), 2),
+        "first_gpu_result_s": round(min(gpu_arrivals), 2) if gpu_arrivals else None,
+        "rows": [_row(c, r, a) for c, r, a in zip(sample, results, arrivals, strict=True)],
+    }
+    print(
+        f"{name}: {len(items)} candidates in {wall:.1f} s = {summary['candidates_per_min']} per min; "
+        f"first result after {summary['first_result_s']} s, first from the GPU after "
+        f"{_fmt(summary['first_gpu_result_s'], ' s')}",
+        flush=True,
+    )
+    return summary
+
+
+def _row(c: RealCandidate, r: EvalResult, arrival: float) -> dict[str, Any]:
+    agree = agrees(c.label.verdict, r.status.value)
+    return {
+        "candidate": c.key,
+        "problem": c.problem_file.name,
+        "problem_differs_from_upstream": c.differs_from_upstream,
+        "label": c.label.verdict,
+        "label_error": c.label.error,
+        "label_hardware": c.label.hardware,
+        "label_runtime_ms": c.label.runtime_ms,
+        "ours": r.status.value,
+        "reason": first_line(r.reason),
+        "agree": agree,
+        "cause": None
+        if agree
+        else disagreement_cause(c.problem_file.read_text(), c.label, r.status.value, r.reason),
+        "speedup": r.speedup,
+        "stage_seconds": stage_seconds(r),
+        "peak_gpu_memory_mb": peak_gpu_memory_mb(r),
+        "failed_check": r.figures.get("failed_check"),
+        "build_cached": r.figures.get("build_cached"),
+        "arrival_s": round(arrival, 2),
+    }
+
+
+def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def print_stages(summary: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Median, max and total seconds per stage over the candidates that reached it."""
+    per_stage: dict[str, list[float]] = defaultdict(list)
+    for row in summary["rows"]:
+        for stage, seconds in row["stage_seconds"].items():
+            per_stage[stage].append(seconds)
+    table = {
+        stage: {
+            "n": len(v),
+            "median_s": round(statistics.median(v), 3),
+            "max_s": round(max(v), 3),
+            "total_s": round(sum(v), 2),
+        }
+        for stage, v in per_stage.items()
+    }
+    print(f"\nseconds per stage ({summary['pass']}):")
+    print(f"  {'stage':22s} {'n':>4s} {'median':>8s} {'max':>8s} {'total':>9s}")
+    for stage, s in table.items():
+        print(
+            f"  {stage:22s} {s['n']:4d} {s['median_s']:8.2f} {s['max_s']:8.2f} {s['total_s']:9.1f}"
+        )
+    peaks = [
+        (r["candidate"], r["peak_gpu_memory_mb"]) for r in summary["rows"] if r["stage_seconds"]
+    ]
+    print("peak GPU memory per candidate (MiB):")
+    for key, mb in peaks:
+        print(f"  {key:34s} {_fmt(mb, '', 0)}")
+    return table
+
+
+def print_agreement(summary: dict[str, Any]) -> dict[str, Any]:
+    """Rows: KernelBench's label; columns: our verdict. Then each disagreement with its cause."""
+    rows = summary["rows"]
+    ours_cols = sorted(
+        {r["ours"] for r in rows},
+        key=lambda s: (s not in VERDICTS, VERDICTS.index(s) if s in VERDICTS else s),
+    )
+    counts = Counter((r["label"], r["ours"]) for r in rows)
+    print(f"\nagreement with KernelBench's labels ({summary['pass']}; rows: label, columns: ours):")
+    print(f"  {'label / ours':16s}" + "".join(f"{c:>15s}" for c in ours_cols))
+    for label in VERDICTS:
+        print(f"  {label:16s}" + "".join(f"{counts[(label, c)]:15d}" for c in ours_cols))
+    agree = sum(r["agree"] for r in rows)
+    by_cause = Counter(r["cause"] for r in rows if not r["agree"])
+    documented = sum(n for cause, n in by_cause.items() if cause != "other")
+    print(
+        f"agree: {agree}/{len(rows)}; disagreements by cause: "
+        + ", ".join(f"{c} {by_cause[c]}" for c in CAUSES if by_cause[c])
+    )
+    if len(rows) > documented:
+        print(
+            f"agreement where the disagreement is not a documented difference: {agree}/{len(rows) - documented} = {agree / (len(rows) - documented):.1%}"
+        )
+    for r in rows:
+        if not r["agree"]:
+            print(
+                f"  {r['candidate']:34s} label {r['label']:13s} ours {r['ours']:13s} [{r['cause']}]"
+            )
+            print(
+                f"      label: {r['label_error'] or r['label']}\n      ours:  {r['reason'] or r['ours']}"
+            )
+    return {
+        "table": {f"{label}|{ours}": n for (label, ours), n in counts.items()},
+        "agree": agree,
+        "n": len(rows),
+        "by_cause": dict(by_cause),
+    }
+
+
+def run_to_run(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Relative difference of each candidate's speedup between two passes (timed in both)."""
+    diffs = []
+    for ra, rb in zip(a["rows"], b["rows"], strict=True):
+        if ra["speedup"] and rb["speedup"]:
+            diffs.append(abs(ra["speedup"] - rb["speedup"]) / ra["speedup"])
+    out = {
+        "passes": [a["pass"], b["pass"]],
+        "n": len(diffs),
+        "median": round(statistics.median(diffs), 4) if diffs else None,
+        "max": round(max(diffs), 4) if diffs else None,
+    }
+    print(
+        f"run-to-run speedup difference {a['pass']} vs {b['pass']} over {out['n']} timed candidates: "
+        f"median {_fmt(out['median'] and 100 * out['median'], '%', 2)}, max {_fmt(out['max'] and 100 * out['max'], '%', 1)}"
+    )
+    return out
+
+
+def mode_ours(args: argparse.Namespace, sample: list[RealCandidate], report: dict) -> None:
+    config = CudaEvalConfig.from_dict(parse_overrides(args.set), origin="--set")
+    report["config"] = config.to_dict()
+    args.work.mkdir(parents=True, exist_ok=True)
+    cache = Path(tempfile.mkdtemp(prefix="cache-", dir=args.work))  # fresh: a cold build cache
+    passes = ["cold", "warm"] + (["warm2"] if args.twice else [])
+    report["passes"] = []
+    for name in passes:
+        summary = run_pass(name, sample, config, cache)
+        summary["stages"] = print_stages(summary)
+        summary["agreement"] = print_agreement(summary)
+        report["passes"].append(summary)
+        _write(args.json, report)
+    by_name = {p["pass"]: p for p in report["passes"]}
+    report["run_to_run"] = [run_to_run(by_name["cold"], by_name["warm"])]
+    if args.twice:
+        report["run_to_run"].append(run_to_run(by_name["warm"], by_name["warm2"]))
+    _write(args.json, report)
+
+
+def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], report: dict) -> None:
+    """KernelBench's harness on the first --kb-n candidates, as its own scripts run it."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from compare_kernelbench import _kb_precompile, _kb_verdict_in_fresh_process
+
+    chosen = sample[: args.kb_n]
+    work = Path(tempfile.mkdtemp(prefix="kb-", dir=args.work))
+    dirs = [str(work / f"c{i}") for i in range(len(chosen))]
+    t = time.monotonic()
+    with ProcessPoolExecutor(os.cpu_count(), mp_context=get_context("spawn")) as pool:
+        pre = list(
+            pool.map(
+                _kb_precompile,
+                [(str(args.kb_src), c.source, d) for c, d in zip(chosen, dirs, strict=True)],
+            )
+        )
+    t_pre = time.monotonic() - t
+    print(
+        f"KernelBench: parallel pre-compile of {len(chosen)} candidates ({os.cpu_count()} processes): {t_pre:.1f} s",
+        flush=True,
+    )
+    rows = []
+    t_all = time.monotonic()
+    for c, d, (ok, err) in zip(chosen, dirs, pre, strict=True):
+        t = time.monotonic()
+        verdict = (
+            _kb_verdict_in_fresh_process(str(args.kb_src), c.problem_file.read_text(), c.source, d)
+            if ok
+            else {"category": "compile_error", "speedup": None, "detail": first_line(err)}
+        )
+        seconds = time.monotonic() - t
+        ours = {"correct": "ok", "incorrect": "wrong_answer"}.get(
+            verdict["category"], verdict["category"]
+        )
+        rows.append(
+            {
+                "candidate": c.key,
+                "label": c.label.verdict,
+                "kernelbench_here": ours,
+                "detail": first_line(str(verdict.get("detail", ""))),
+                "speedup": verdict.get("speedup"),
+                "eval_seconds": round(seconds, 2),
+            }
+        )
+        print(
+            f"  {c.key:34s} label {c.label.verdict:13s} KernelBench here {ours:13s} {seconds:6.1f} s  {rows[-1]['detail'][:100]}",
+            flush=True,
+        )
+        report["kernelbench"] = {"precompile_wall_s": round(t_pre, 2), "rows": rows}
+        _write(args.json, report)
+    t_eval = time.monotonic() - t_all
+    secs = [r["eval_seconds"] for r in rows]
+    report["kernelbench"].update(
+        {
+            "eval_wall_s": round(t_eval, 2),
+            "per_candidate_median_s": round(statistics.median(secs), 2) if secs else None,
+            "per_candidate_with_precompile_s": round((t_pre + t_eval) / len(rows), 2)
+            if rows
+            else None,
+        }
+    )
+    print(
+        f"KernelBench's harness: {len(rows)} candidates, evaluation one after another {t_eval:.1f} s "
+        f"(median {_fmt(report['kernelbench']['per_candidate_median_s'], ' s')} each); with the pre-compile "
+        f"{_fmt(report['kernelbench']['per_candidate_with_precompile_s'], ' s')} per candidate = "
+        f"{60 * len(rows) / (t_pre + t_eval):.2f} per min; same verdict as the A100 label: "
+        f"{sum(r['label'] == r['kernelbench_here'] for r in rows)}/{len(rows)}"
+    )
+    _write(args.json, report)
+
+
+def mode_dry_run(sample: list[RealCandidate], report: dict) -> None:
+    """Load every problem and apply our static checks: what can be known without a GPU."""
+    from maxcode.evaluate.cuda.checks import static_findings
+
+    for c in sample:
+        task = c.task()
+        try:
+            findings = [f.check_id for f in static_findings(c.source, reference_is_fp32=True)]
+        except (SyntaxError, ValueError) as err:
+            findings = [f"not Python: {err}"]
+        print(
+            f"  {c.key:34s} {task.task_id:18s} label {c.label.verdict:13s} static {findings or '-'}"
+        )
+    report["dry_run"] = True
+
+
+def _write(path: Path | None, report: dict) -> None:
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=1, default=str))
+
+
+def main(argv: list[str] | None = None) -> int:
+    kb = Path(os.environ.get("KB", ".kb"))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mode", choices=("ours", "kernelbench"), default="ours")
+    parser.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=kb / "runs",
+        help="folder of KernelBench run folders (default $KB/runs)",
+    )
+    parser.add_argument("--runs", nargs="+", default=list(RUNS))
+    parser.add_argument(
+        "--problems",
+        type=Path,
+        default=kb / "technoabsurdist" / "KernelBench",
+        help="the problem copy the runs used",
+    )
+    parser.add_argument(
+        "--upstream",
+        type=Path,
+        default=kb / "KernelBench",
+        help="upstream KernelBench problems, to say which differ",
+    )
+    parser.add_argument(
+        "--kb-src", type=Path, default=kb / "src", help="KernelBench's src/ (mode kernelbench)"
+    )
+    parser.add_argument("-n", type=int, default=64, help="candidates in the sample")
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first SKIP of the sample (run a sample in parts)",
+    )
+    parser.add_argument(
+        "--kb-n", type=int, default=6, help="candidates KernelBench's harness evaluates"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="CudaEvalConfig override"
+    )
+    parser.add_argument(
+        "--twice",
+        action="store_true",
+        help="a second warm pass: run-to-run spread of the same candidates",
+    )
+    parser.add_argument(
+        "--work", type=Path, default=Path(tempfile.gettempdir()) / "maxcode-real-cuda"
+    )
+    parser.add_argument("--json", type=Path, help="every figure of the run, rewritten as it grows")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="list the sample and run the static checks; no GPU"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.n < 1 or args.kb_n < 1 or args.skip < 0:
+            raise CorpusError("-n and --kb-n must be >= 1 and --skip >= 0")
+        upstream = args.upstream if args.upstream.is_dir() else None
+        if not args.problems.is_dir():
+            raise CorpusError(
+                f"--problems {args.problems}: no such folder; point it (or $KB) at the KernelBench copy the runs used"
+            )
+        corpus = load_runs(args.runs_dir, args.runs, args.problems, upstream)
+        sample = stratified_sample(corpus, args.n + args.skip, args.seed, tuple(args.levels))[
+            args.skip :
+        ]
+        if args.mode == "kernelbench" and not (args.kb_src / "kernelbench" / "eval.py").is_file():
+            raise CorpusError(
+                f"--kb-src {args.kb_src}: no kernelbench/eval.py; point it at KernelBench's src/ folder"
+            )
+        if not args.dry_run:
+            CudaEvalConfig.from_dict(parse_overrides(args.set), origin="--set")
+    except (CorpusError, ValueError, TypeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    differing = sorted({c.problem_file.name for c in sample if c.differs_from_upstream})
+    report: dict[str, Any] = {
+        "argv": sys.argv,
+        "sample": [
+            {"candidate": c.key, "label": c.label.verdict, "hardware": c.label.hardware}
+            for c in sample
+        ],
+        "problems_differing_from_upstream": differing,
+    }
+    print(
+        f"{len(sample)} candidates of {len(corpus)} (runs {', '.join(args.runs)}; labels: "
+        + ", ".join(f"{v} {n}" for v, n in Counter(c.label.verdict for c in sample).items())
+        + f"; labels' GPU: {', '.join(sorted({c.label.hardware for c in sample}))})"
+    )
+    print(
+        "problem copy vs upstream: "
+        + (
+            "no upstream copy given"
+            if upstream is None
+            else f"{len(differing)} of the sample's problems differ: {', '.join(differing) or 'none'}"
+        )
+    )
+    if args.dry_run:
+        mode_dry_run(sample, report)
+    elif args.mode == "ours":
+        mode_ours(args, sample, report)
+    else:
+        mode_kernelbench(args, sample, report)
+    _write(args.json, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
