@@ -68,7 +68,10 @@ class CudaEvalConfig:
     )
     # building
     compile_workers: int = field(
-        default=0, metadata={"help": "parallel compile jobs; 0 = one per CPU core"}
+        default=0,
+        metadata={
+            "help": "parallel compile jobs shared by all GPU workers; 0 = one per CPU core less one per GPU worker (each keeps a core for its launches)"
+        },
     )
     cuda_arch: str = field(
         default="",
@@ -176,9 +179,6 @@ class CudaEvalConfig:
         from maxcode.evaluate.cuda.checks import CHECKS
 
         return self.check_severity.get(check_id, CHECKS[check_id].default_severity)
-
-    def workers(self) -> int:
-        return self.compile_workers or os.cpu_count() or 1
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], origin: str = "config") -> CudaEvalConfig:

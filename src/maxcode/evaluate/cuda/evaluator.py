@@ -28,7 +28,8 @@ from typing import Any
 from maxcode.evaluate.cuda.build import detect_toolchain
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
-from maxcode.evaluate.cuda.figures import detect_cuda_arch, nvidia_smi
+from maxcode.evaluate.cuda.figures import detect_cuda_arch
+from maxcode.evaluate.cuda.gpus import compile_pool_size, visible_gpus, with_multicast_off
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
 from maxcode.records import atomic_write_json
@@ -75,7 +76,7 @@ class CudaEvaluator:
         self,
         config: CudaEvalConfig | None = None,
         cache_dir: Path | None = None,
-        gpus: list[int] | None = None,
+        gpus: list[int | str] | None = None,
     ):
         self.config = config or CudaEvalConfig()
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -133,7 +134,8 @@ class CudaEvaluator:
             for t in threads:
                 t.start()
             try:
-                with ThreadPoolExecutor(self.config.workers()) as pool:
+                pool_size = compile_pool_size(self.config.compile_workers, len(self._workers))
+                with ThreadPoolExecutor(pool_size) as pool:
                     futures = {pool.submit(self._compile, job): job for job in pending}
                     for fut in as_completed(futures):
                         job = futures[fut]
@@ -265,7 +267,9 @@ class CudaEvaluator:
             "reference_path": str(job.job_dir / "reference.py"),
         }
         limit = self.config.memory_limit_mb * 1024 * 1024
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=_pythonpath())
+        env = with_multicast_off(
+            dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=_pythonpath())
+        )
         t0 = time.monotonic()
         try:
             proc = subprocess.run(
@@ -310,7 +314,7 @@ class CudaEvaluator:
     def _ensure_workers(self) -> None:
         if self._workers:
             return
-        gpus = self.gpus if self.gpus is not None else _visible_gpus()
+        gpus = [str(g) for g in self.gpus] if self.gpus is not None else visible_gpus()
         if not gpus:
             raise RuntimeError(
                 "no NVIDIA GPU visible; CUDA candidates can only be compiled and statically checked here"
@@ -318,13 +322,15 @@ class CudaEvaluator:
         # A CUDA driver initialized before fork breaks every child. torch and the worker leave it
         # alone; the compiler stack is kept only if a forked probe can still use the GPU after it
         # (torch.cuda.is_available() checks through NVML, not the driver, with the variable below).
-        env = {
-            "TORCHINDUCTOR_CACHE_DIR": str(self.cache_dir / "inductor"),
-            "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
-            "TORCHINDUCTOR_COMPILE_THREADS": "1",
-            "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
-            "PYTHONPATH": _pythonpath(),
-        }
+        env = with_multicast_off(
+            {
+                "TORCHINDUCTOR_CACHE_DIR": str(self.cache_dir / "inductor"),
+                "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
+                "TORCHINDUCTOR_COMPILE_THREADS": "1",
+                "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+                "PYTHONPATH": _pythonpath(),
+            }
+        )
         (self.cache_dir / "logs").mkdir(parents=True, exist_ok=True)
         self._workers = [
             GpuWorker(
@@ -377,6 +383,7 @@ class CudaEvaluator:
                 }
             )
             job.result = self._to_result(job, reply)
+            _record_device(job.result, worker)
             done(job.index, job.result)
 
     # -- results --------------------------------------------------------------------------
@@ -431,14 +438,9 @@ class CudaEvaluator:
         )
 
 
-def _visible_gpus() -> list[int]:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return [int(x) for x in visible.split(",") if x.strip().isdigit()]
-    count = 0
-    while nvidia_smi(count):
-        count += 1
-    return list(range(count))
+def _record_device(result: EvalResult, worker: GpuWorker) -> None:
+    """The device a candidate ran on, as CUDA_VISIBLE_DEVICES named it to its GPU worker."""
+    result.figures["gpu_device"] = str(worker.gpu)
 
 
 def _pythonpath() -> str:

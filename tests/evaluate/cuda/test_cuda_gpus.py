@@ -1,0 +1,164 @@
+"""GPU assignment without a GPU: visible devices, one worker per device, the device in each result,
+NVLink multicast off in every process the evaluator starts, compile pool size, per-GPU slots."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from cuda_candidates import candidate_source
+
+import maxcode.evaluate.cuda.evaluator as evaluator_module
+from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.gpus import (
+    MULTICAST_OFF,
+    compile_pool_size,
+    gpu_slot,
+    visible_gpus,
+)
+from maxcode.evaluate.result import Status
+
+
+@pytest.mark.parametrize(
+    ("visible", "expected"),
+    [
+        ("0,1", ["0", "1"]),
+        (" 2 , 3 ", ["2", "3"]),
+        ("", []),
+        ("-1", []),
+        ("1,-1,2", ["1"]),  # CUDA stops at the first invalid entry
+        ("3,3", ["3"]),
+        ("GPU-5d1c1a2e-aaaa,MIG-0b8e-bbbb", ["GPU-5d1c1a2e-aaaa", "MIG-0b8e-bbbb"]),
+    ],
+)
+def test_visible_gpus_follow_cuda_visible_devices(visible, expected):
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": visible}) == expected
+
+
+def test_without_cuda_visible_devices_every_listed_gpu_is_used(monkeypatch):
+    monkeypatch.setattr("maxcode.evaluate.cuda.gpus.nvidia_smi", lambda i: "H100" if i < 3 else "")
+    assert visible_gpus({}) == ["0", "1", "2"]
+
+
+def test_compile_pool_leaves_a_core_per_gpu_worker():
+    assert compile_pool_size(0, gpu_workers=1, cpus=16) == 15
+    assert compile_pool_size(0, gpu_workers=4, cpus=64) == 60
+    assert compile_pool_size(0, gpu_workers=8, cpus=4) == 1
+    assert compile_pool_size(6, gpu_workers=2, cpus=64) == 6  # configured wins
+
+
+class FakeWorker:
+    """Stands in for the GPU worker: answers at once, says which device answered."""
+
+    started: ClassVar[list[FakeWorker]] = []
+
+    def __init__(self, gpu, preload, env, log_path, **kwargs):
+        self.gpu, self.env, self.jobs = gpu, env, 0
+
+    def start(self) -> None:
+        FakeWorker.started.append(self)
+
+    def run(self, job: dict) -> dict:
+        self.jobs += 1
+        time.sleep(0.05)  # long enough that every worker gets jobs
+        return {"status": "ok", "reason": "", "figures": {"answered_by": self.gpu}}
+
+    def stop(self) -> None:
+        pass
+
+
+@pytest.fixture
+def two_gpu_evaluator(tmp_path, monkeypatch):
+    FakeWorker.started = []
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setattr(evaluator_module, "GpuWorker", FakeWorker)
+    monkeypatch.setattr(CudaEvaluator, "_compile", lambda self, job: True)
+    with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path) as ev:
+        yield ev
+
+
+def test_one_worker_per_visible_gpu_and_each_result_names_its_device(two_gpu_evaluator, saxpy_task):
+    source = candidate_source("1_Scaled_vector_add.py", "fast")
+    results = two_gpu_evaluator.evaluate_items([(saxpy_task, source)] * 8)
+    assert [w.gpu for w in FakeWorker.started] == ["0", "1"]
+    assert all(w.jobs > 0 for w in FakeWorker.started)
+    assert all(r.status is Status.OK for r in results)
+    assert {r.figures["gpu_device"] for r in results} == {"0", "1"}
+    assert all(r.figures["gpu_device"] == r.figures["answered_by"] for r in results)
+    for worker in FakeWorker.started:
+        assert MULTICAST_OFF.items() <= worker.env.items()
+
+
+def test_explicit_gpus_override_the_environment(tmp_path, monkeypatch, saxpy_task):
+    FakeWorker.started = []
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setattr(evaluator_module, "GpuWorker", FakeWorker)
+    monkeypatch.setattr(CudaEvaluator, "_compile", lambda self, job: True)
+    source = candidate_source("1_Scaled_vector_add.py", "fast")
+    with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[3]) as ev:
+        (result,) = ev.evaluate_items([(saxpy_task, source)])
+    assert [w.gpu for w in FakeWorker.started] == ["3"] and result.figures["gpu_device"] == "3"
+
+
+def test_compile_jobs_run_with_multicast_off_and_no_gpu(tmp_path, monkeypatch, saxpy_task):
+    seen = {}
+
+    def fake_run(cmd, **kwargs):
+        seen.update(kwargs["env"])
+        return subprocess.CompletedProcess(cmd, 0, stdout='{"builds": []}', stderr="")
+
+    monkeypatch.setattr(evaluator_module.subprocess, "run", fake_run)
+    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    job = evaluator_module._Job(0, saxpy_task, "", tmp_path / "job")
+    job.job_dir.mkdir()
+    ev._run_compile_job(job)
+    assert MULTICAST_OFF.items() <= seen.items()
+    assert seen["CUDA_VISIBLE_DEVICES"] == ""
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from typing import ClassVar
+from maxcode.evaluate.cuda.gpus import gpu_slot
+with gpu_slot(Path(sys.argv[1]), ["0", "1"]) as device:
+    print(device, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_gpu_slots_give_each_job_its_own_gpu_and_a_killed_job_frees_it(tmp_path: Path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "0"
+        with gpu_slot(tmp_path, ["0", "1"]) as device:
+            assert device == "1"
+            got: list[str] = []
+            waiter = threading.Thread(target=lambda: got.append(_hold_once(tmp_path)), daemon=True)
+            waiter.start()
+            time.sleep(0.5)
+            assert got == []  # both GPUs held: the third job waits
+            holder.kill()
+            holder.wait()
+            waiter.join(timeout=10)
+            assert got == ["0"]  # the killed job's GPU, freed by the kernel
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _hold_once(slots: Path) -> str:
+    with gpu_slot(slots, ["0", "1"], poll_s=0.05) as device:
+        return device
+
+
+def test_no_visible_gpu_is_one_clear_error(tmp_path: Path):
+    with pytest.raises(RuntimeError, match="no GPU visible"), gpu_slot(tmp_path, []):
+        pass
