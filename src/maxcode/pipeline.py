@@ -10,7 +10,7 @@ import fcntl
 import os
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -238,6 +238,7 @@ def run_rollout(
     params: dict,
 ) -> dict:
     """One task x method x seed; the declared output appears only when the run is complete."""
+    from maxcode.evaluate.cuda.gpus import pinned_gpu
     from maxcode.search.loop import RunContext, run_search
 
     task = load_task(suite_dir, task_id)
@@ -247,22 +248,27 @@ def run_rollout(
         from maxcode.r2g.reranker import load_reranker
 
         reranker = load_reranker(Path(model_dir))
-    ctx = RunContext(
-        task=task,
-        method=cfg,
-        seed=seed,
-        policy=build_policy(llm["generator"], task.language, cache_dir),
-        evaluator=build_evaluator(task.language, evaluation, cache_dir, profile=cfg.profile),
-        critic=build_critic(llm["critic"], task.language, cache_dir) if cfg.critique else None,
-        reranker=reranker,
-        reward_kind=evaluation.get("reward", "speedup"),
-        provenance=provenance(params),
-    )
-    inflight = Path(inflight)
-    inflight.parent.mkdir(parents=True, exist_ok=True)
-    with unit_lock(inflight):
-        end = run_search(ctx, inflight)
-        publish(inflight, Path(output))
+    # A CUDA rollout holds one GPU of the host and sees only that one; its records say which.
+    pin = pinned_gpu(Path(cache_dir) / "gpu-slots") if task.language == "cuda" else nullcontext()
+    with pin as gpu:
+        ctx = RunContext(
+            task=task,
+            method=cfg,
+            seed=seed,
+            policy=build_policy(llm["generator"], task.language, cache_dir),
+            evaluator=build_evaluator(task.language, evaluation, cache_dir, profile=cfg.profile),
+            critic=build_critic(llm["critic"], task.language, cache_dir) if cfg.critique else None,
+            reranker=reranker,
+            reward_kind=evaluation.get("reward", "speedup"),
+            provenance=provenance(
+                params, **({"gpu_device": gpu} if task.language == "cuda" else {})
+            ),
+        )
+        inflight = Path(inflight)
+        inflight.parent.mkdir(parents=True, exist_ok=True)
+        with unit_lock(inflight):
+            end = run_search(ctx, inflight)
+            publish(inflight, Path(output))
     return end
 
 

@@ -3,6 +3,7 @@ NVLink multicast off in every process the evaluator starts, compile pool size, p
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ from maxcode.evaluate.cuda.gpus import (
     MULTICAST_OFF,
     compile_pool_size,
     gpu_slot,
+    pinned_gpu,
     visible_gpus,
 )
 from maxcode.evaluate.result import Status
@@ -162,3 +164,17 @@ def _hold_once(slots: Path) -> str:
 def test_no_visible_gpu_is_one_clear_error(tmp_path: Path):
     with pytest.raises(RuntimeError, match="no GPU visible"), gpu_slot(tmp_path, []):
         pass
+
+
+def test_a_pinned_rollout_sees_only_its_own_gpu(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    with pinned_gpu(tmp_path) as first:
+        assert first == "0" and os.environ["CUDA_VISIBLE_DEVICES"] == "0"
+        assert visible_gpus() == ["0"]  # so the rollout's evaluator starts one worker, on it
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"  # a second job of the same host
+        with pinned_gpu(tmp_path) as second:
+            assert second == "1" and os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pinned_gpu(tmp_path) as none:
+        assert none is None and os.environ["CUDA_VISIBLE_DEVICES"] == ""

@@ -102,3 +102,28 @@ def gpu_slot(slots_dir: Path, devices: list[str], poll_s: float = 0.5) -> Iterat
                 os.close(fd)
             return
         time.sleep(poll_s)
+
+
+@contextmanager
+def pinned_gpu(slots_dir: Path) -> Iterator[str | None]:
+    """For one rollout job: hold one visible GPU and make it the only one this process sees.
+
+    Snakemake's ``--resources gpu=N`` runs at most N GPU jobs at once but does not say which
+    GPU each gets; the slot lock does, and CUDA_VISIBLE_DEVICES pins the job's evaluator to
+    it. Yields the device entry (recorded in the rollout's records), or None when no GPU is
+    visible (the evaluator then says so itself if it needs one).
+    """
+    devices = visible_gpus()
+    if not devices:
+        yield None
+        return
+    with gpu_slot(slots_dir, devices) as device:
+        previous = os.environ.get("CUDA_VISIBLE_DEVICES")
+        os.environ["CUDA_VISIBLE_DEVICES"] = device
+        try:
+            yield device
+        finally:
+            if previous is None:
+                os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+            else:
+                os.environ["CUDA_VISIBLE_DEVICES"] = previous
