@@ -4,9 +4,9 @@ The candidates are one-shot generations for KernelBench levels 1 and 2 with the 
 KernelBench's own harness gave them (``$KB/runs/<run>/``, A100-40GB labels; see
 ``real_candidates.py``), a deterministic stratified sample of ``-n`` of them. Modes:
 
-* ``ours`` (default): the sample through ``CudaEvaluator.evaluate_items`` twice, with a fresh
-  build cache (cold) then the same cache (warm; rebuilt nothing, re-run and re-timed on the
-  GPU); ``--twice`` adds a second warm pass. Prints candidates/min, first-result latency,
+* ``ours`` (default): the sample through ``CudaEvaluator.evaluate_items`` in ``--passes``
+  over one build cache: ``cold`` (fresh), ``warm`` (rebuilds nothing; re-run and re-timed on
+  the GPU), ``warm2`` (``--twice`` runs all three). Prints candidates/min, first-result latency,
   seconds per stage (from each result's figures), peak GPU memory per candidate, the
   agreement table against the labels with each disagreement's cause and evidence, and the
   median run-to-run speedup difference between two passes over the same candidates.
@@ -16,6 +16,7 @@ KernelBench's own harness gave them (``$KB/runs/<run>/``, A100-40GB labels; see
   per-candidate seconds and its verdicts on this GPU, the peer figure for throughput and a
   same-GPU label.
 * ``--dry-run``: list the sample, load every problem and run our static checks (no GPU).
+* ``--merge A.json B.json ...``: one report over parts of a sample run with ``--skip``.
 
 ``--set key=value`` (repeatable) overrides a CudaEvalConfig field (values parsed as YAML),
 so the same command runs under any evaluator settings. A figure the evaluator does not
@@ -25,6 +26,7 @@ report prints as ``n/a``. Every figure is measured in this run; ``--json`` keeps
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -33,6 +35,7 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from real_candidates import (
     CAUSES,
+    DOCUMENTED,
     VERDICTS,
     CorpusError,
     RealCandidate,
@@ -63,6 +67,7 @@ RUNS = (
     "qwencoder_level1_run",
     "qwencoder_level2_run",
 )
+PASSES = ("cold", "warm", "warm2")
 PEAK_GPU_MEMORY_KEYS = ("peak_gpu_memory_mb", "gpu_peak_memory_mb")
 """Result figures that may hold a candidate's peak GPU memory (MiB); n/a when none is reported."""
 
@@ -99,39 +104,45 @@ def peak_gpu_memory_mb(result: EvalResult) -> float | None:
 
 
 def run_pass(
-    name: str, sample: list[RealCandidate], config: CudaEvalConfig, cache: Path
+    name: str,
+    sample: list[RealCandidate],
+    config: CudaEvalConfig,
+    cache: Path,
+    save: Callable[[dict[str, Any]], None],
 ) -> dict[str, Any]:
-    """One pass of the sample through the evaluator; wall time and when each result came."""
+    """One pass of the sample through the evaluator; each row is saved as its result arrives,
+    so a run stopped by a time limit keeps what it measured."""
     items = [(c.task(), c.source) for c in sample]
-    arrivals: list[float] = [0.0] * len(items)
+    rows: list[dict[str, Any] | None] = [None] * len(items)
+    summary: dict[str, Any] = {"pass": name, "cache": str(cache), "candidates": len(items)}
     lock = threading.Lock()
     t0 = time.monotonic()
 
     def on_result(index: int, result: EvalResult) -> None:
+        arrival = time.monotonic() - t0
         with lock:
-            arrivals[index] = time.monotonic() - t0
-            n = sum(1 for a in arrivals if a)
+            rows[index] = _row(sample[index], result, arrival)
+            summary["rows"] = [r for r in rows if r is not None]
+            save(summary)
+            n = len(summary["rows"])
         print(
-            f"  [{name} {n}/{len(items)} {arrivals[index]:6.1f} s] {sample[index].key}: {result.status.value}",
+            f"  [{name} {n}/{len(items)} {arrival:6.1f} s] {sample[index].key}: {result.status.value}",
             flush=True,
         )
 
     with CudaEvaluator(config, cache) as ev:
-        results = ev.evaluate_items(items, on_result=on_result)
+        ev.evaluate_items(items, on_result=on_result)
     wall = time.monotonic() - t0
+    arrivals = [r["arrival_s"] for r in summary["rows"]]
     gpu_arrivals = [
-        a for a, r in zip(arrivals, results, strict=True) if r.figures.get("stage_seconds")
+        r["arrival_s"] for r in summary["rows"] if r["stage_seconds"].get("load") is not None
     ]
-    summary = {
-        "pass": name,
-        "cache": str(cache),
-        "candidates": len(items),
-        "wall_s": round(wall, 2),
-        "candidates_per_min": round(60 * len(items) / wall, 2),
-        "first_result_s": round(min(arrivals), 2),
-        "first_gpu_result_s": round(min(gpu_arrivals), 2) if gpu_arrivals else None,
-        "rows": [_row(c, r, a) for c, r, a in zip(sample, results, arrivals, strict=True)],
-    }
+    summary.update(
+        wall_s=round(wall, 2),
+        candidates_per_min=round(60 * len(items) / wall, 2),
+        first_result_s=round(min(arrivals), 2),
+        first_gpu_result_s=round(min(gpu_arrivals), 2) if gpu_arrivals else None,
+    )
     print(
         f"{name}: {len(items)} candidates in {wall:.1f} s = {summary['candidates_per_min']} per min; "
         f"first result after {summary['first_result_s']} s, first from the GPU after "
@@ -214,7 +225,7 @@ def print_agreement(summary: dict[str, Any]) -> dict[str, Any]:
         print(f"  {label:16s}" + "".join(f"{counts[(label, c)]:15d}" for c in ours_cols))
     agree = sum(r["agree"] for r in rows)
     by_cause = Counter(r["cause"] for r in rows if not r["agree"])
-    documented = sum(n for cause, n in by_cause.items() if cause != "other")
+    documented = sum(n for cause, n in by_cause.items() if cause in DOCUMENTED)
     print(
         f"agree: {agree}/{len(rows)}; disagreements by cause: "
         + ", ".join(f"{c} {by_cause[c]}" for c in CAUSES if by_cause[c])
@@ -236,15 +247,18 @@ def print_agreement(summary: dict[str, Any]) -> dict[str, Any]:
         "agree": agree,
         "n": len(rows),
         "by_cause": dict(by_cause),
+        "documented_differences": documented,
     }
 
 
 def run_to_run(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Relative difference of each candidate's speedup between two passes (timed in both)."""
-    diffs = []
-    for ra, rb in zip(a["rows"], b["rows"], strict=True):
-        if ra["speedup"] and rb["speedup"]:
-            diffs.append(abs(ra["speedup"] - rb["speedup"]) / ra["speedup"])
+    speedups = {r["candidate"]: r["speedup"] for r in a["rows"] if r["speedup"]}
+    diffs = [
+        abs(r["speedup"] - speedups[r["candidate"]]) / speedups[r["candidate"]]
+        for r in b["rows"]
+        if r["speedup"] and r["candidate"] in speedups
+    ]
     out = {
         "passes": [a["pass"], b["pass"]],
         "n": len(diffs),
@@ -263,19 +277,55 @@ def mode_ours(args: argparse.Namespace, sample: list[RealCandidate], report: dic
     report["config"] = config.to_dict()
     args.work.mkdir(parents=True, exist_ok=True)
     cache = Path(tempfile.mkdtemp(prefix="cache-", dir=args.work))  # fresh: a cold build cache
-    passes = ["cold", "warm"] + (["warm2"] if args.twice else [])
     report["passes"] = []
-    for name in passes:
-        summary = run_pass(name, sample, config, cache)
-        summary["stages"] = print_stages(summary)
-        summary["agreement"] = print_agreement(summary)
-        report["passes"].append(summary)
-        _write(args.json, report)
-    by_name = {p["pass"]: p for p in report["passes"]}
-    report["run_to_run"] = [run_to_run(by_name["cold"], by_name["warm"])]
-    if args.twice:
-        report["run_to_run"].append(run_to_run(by_name["warm"], by_name["warm2"]))
+    for name in args.passes:
+        report["passes"].append({"pass": name})
+
+        def save(summary: dict[str, Any]) -> None:
+            report["passes"][-1] = summary
+            _write(args.json, report)
+
+        summary = run_pass(name, sample, config, cache, save)
+        summarize_pass(summary)
+        save(summary)
+    report["run_to_run"] = compare_passes(report["passes"])
     _write(args.json, report)
+
+
+def summarize_pass(summary: dict[str, Any]) -> None:
+    summary["stages"] = print_stages(summary)
+    summary["agreement"] = print_agreement(summary)
+
+
+def compare_passes(passes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run-to-run speedup differences between consecutive passes over the same candidates."""
+    return [run_to_run(a, b) for a, b in itertools.pairwise(passes)]
+
+
+def mode_merge(paths: list[Path], report: dict) -> None:
+    """Several parts of one sample (``--skip``) as one: their rows per pass, summed wall times."""
+    parts = [json.loads(p.read_text()) for p in paths]
+    names = [p["pass"] for p in parts[0].get("passes", [])]
+    merged = []
+    for i, name in enumerate(names):
+        rows = [r for part in parts for r in part["passes"][i]["rows"]]
+        wall = sum(part["passes"][i].get("wall_s", 0.0) for part in parts)
+        summary = {
+            "pass": name,
+            "candidates": len(rows),
+            "wall_s": round(wall, 2),
+            "candidates_per_min": round(60 * len(rows) / wall, 2) if wall else None,
+            "parts": [str(p) for p in paths],
+            "rows": rows,
+        }
+        print(
+            f"{name}: {len(rows)} candidates in {len(parts)} parts, {wall:.1f} s of evaluation = "
+            f"{_fmt(summary['candidates_per_min'], ' per min', 2)} (parts run one after another, each with its own evaluator)"
+        )
+        summarize_pass(summary)
+        merged.append(summary)
+    report["passes"] = merged
+    report["run_to_run"] = compare_passes(merged)
 
 
 def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], report: dict) -> None:
@@ -417,9 +467,22 @@ def main(argv: list[str] | None = None) -> int:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="CudaEvalConfig override"
     )
     parser.add_argument(
+        "--passes",
+        nargs="+",
+        choices=PASSES,
+        default=["cold", "warm"],
+        help="passes in order over one build cache: cold (fresh), warm, warm2",
+    )
+    parser.add_argument(
         "--twice",
         action="store_true",
-        help="a second warm pass: run-to-run spread of the same candidates",
+        help="all three passes: the run-to-run spread of the same candidates, timed warm twice",
+    )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="one report from the --json files of several parts (--skip) of a sample",
     )
     parser.add_argument(
         "--work", type=Path, default=Path(tempfile.gettempdir()) / "maxcode-real-cuda"
@@ -429,6 +492,20 @@ def main(argv: list[str] | None = None) -> int:
         "--dry-run", action="store_true", help="list the sample and run the static checks; no GPU"
     )
     args = parser.parse_args(argv)
+    if args.twice:
+        args.passes = list(PASSES)
+    if args.merge:
+        report: dict[str, Any] = {"argv": sys.argv}
+        try:
+            mode_merge(args.merge, report)
+        except (OSError, json.JSONDecodeError, KeyError, IndexError) as err:
+            print(
+                f"error: --merge: {err}; give the --json files of parts of one sample",
+                file=sys.stderr,
+            )
+            return 2
+        _write(args.json, report)
+        return 0
     try:
         if args.n < 1 or args.kb_n < 1 or args.skip < 0:
             raise CorpusError("-n and --kb-n must be >= 1 and --skip >= 0")
@@ -451,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     differing = sorted({c.problem_file.name for c in sample if c.differs_from_upstream})
-    report: dict[str, Any] = {
+    report = {
         "argv": sys.argv,
         "sample": [
             {"candidate": c.key, "label": c.label.verdict, "hardware": c.label.hardware}

@@ -135,6 +135,9 @@ def test_sample_is_stratified_deterministic_and_one_per_problem(corpus: Path):
         {(v, r): 1 for v in ("ok", "compile_error", "runtime_error", "wrong_answer") for r in runs}
     )
     assert {c.run for c in sample} == set(runs)
+    # any prefix mixes labels and levels (a short run or KernelBench's harness takes one)
+    assert len({c.label.verdict for c in sample[:4]}) == 4
+    assert {c.level for c in sample[:8]} == {1, 2}
     assert len({(c.level, c.problem_id) for c in sample}) == 16
     level2 = stratified_sample(cands, 16, levels=(2,))
     assert len(level2) == 12 and all(c.level == 2 for c in level2)
