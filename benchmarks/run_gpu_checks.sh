@@ -10,9 +10,12 @@
 # comparison with KernelBench's own harness (skipped without it). KB_PROBLEMS (its
 # KernelBench/ folder) and KB_TIMING (a folder of its published timings, such as
 # results/timing/H100_Modal) enable the comparison of our reference timings with the
-# published ones. STEPS (environment) picks
+# published ones. KB (default .kb) is a folder holding KernelBench's real-candidate runs
+# (runs/, technoabsurdist/KernelBench, KernelBench/, src/) and CUDA-L1's set (cuda-l1/), for
+# the real-candidate steps (skipped where they are missing). STEPS (environment) picks
 # steps by name, e.g. STEPS="gpu-tests-evaluator optimize"; default: all of
 # gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b
+# real-cuda-1 real-cuda-2 real-cuda-3 real-cuda-4 real-cuda-merge kernelbench-harness cuda-l1
 # baselines offline-cuda-policy optimize gpu-preset. Every step fits a 600 s limit on an H100 box (16 cores).
 set -uo pipefail
 out="${1:?usage: benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]}"
@@ -21,7 +24,8 @@ mkdir -p "$out" && out="$(cd "$out" && pwd)"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
-steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b baselines offline-cuda-policy optimize gpu-preset}"
+steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b real-cuda-1 real-cuda-2 real-cuda-3 real-cuda-4 real-cuda-merge kernelbench-harness cuda-l1 baselines offline-cuda-policy optimize gpu-preset}"
+kb="${KB:-.kb}"
 wanted() { [[ " $steps " == *" $1 "* ]]; }
 
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to OUT/NAME.log
@@ -53,6 +57,24 @@ if [ -n "$kb_src" ]; then
     --work "$out/.work/kb-a" --budget-s 560 --json "$out/kernelbench-a.json"
   step kernelbench-b 590 python3 benchmarks/compare_kernelbench.py --kb-src "$kb_src" --tasks $half_b \
     --work "$out/.work/kb-b" --budget-s 560 --json "$out/kernelbench-b.json"
+fi
+if [ -d "$kb/runs" ]; then
+  # 64 real LLM-written candidates (a stratified sample of KernelBench levels 1-2 with A100
+  # labels), in four parts of 16 so each fits the step limit; each part is timed cold, warm
+  # and warm again (--twice: run-to-run spread). real-cuda-merge prints the whole sample.
+  for part in 1 2 3 4; do
+    step "real-cuda-$part" 590 python3 benchmarks/bench_real_cuda.py -n 16 --skip $(((part - 1) * 16)) \
+      --twice --work "$out/.work/real-cuda-$part" --json "$out/real-cuda-$part.json"
+  done
+  parts=$(for part in 1 2 3 4; do [ -f "$out/real-cuda-$part.json" ] && echo "$out/real-cuda-$part.json"; done)
+  [ -n "$parts" ] && step real-cuda-merge 120 python3 benchmarks/bench_real_cuda.py --merge $parts \
+    --json "$out/real-cuda.json"
+  # KernelBench's own harness on the first 8 candidates of the same sample, on this GPU.
+  step kernelbench-harness 590 python3 benchmarks/bench_real_cuda.py --mode kernelbench --kb-n 8 \
+    --work "$out/.work/kb-harness" --json "$out/kernelbench-harness.json"
+fi
+if [ -f "$kb/cuda-l1/optimized_cuda_code/h100.json" ]; then
+  step cuda-l1 590 python3 benchmarks/bench_cuda_l1.py -n 24 --work "$out/.work/cuda-l1" --json "$out/cuda-l1.json"
 fi
 if [ -n "${KB_PROBLEMS:-}" ] && [ -n "${KB_TIMING:-}" ]; then
   problems="level1/1_Square_matrix_multiplication_.py level1/19_ReLU.py level1/23_Softmax.py
@@ -91,4 +113,20 @@ Path(sys.argv[1]).write_text(yaml.safe_dump(cfg, sort_keys=False))
 PY
 (cd "$work" && step gpu-preset 540 snakemake --profile workflow/profiles/gpu --cores "$(nproc)" results/tables/main.md)
 cp "$work"/results/tables/main.md "$out/gpu-preset-main.md" 2>/dev/null || true
+# The GPU each rollout held (provenance.gpu_device of its records): one device per rollout.
+python3 - "$work/results" <<'PY' | tee "$out/gpu-preset-devices.txt"
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+devices = Counter()
+for path in sorted(Path(sys.argv[1]).rglob("seed*.jsonl")):
+    records = (json.loads(line) for line in path.open())
+    start = next((r for r in records if r.get("kind") == "run_start"), {})
+    device = start.get("provenance", {}).get("gpu_device")
+    devices[device] += 1
+    print(f"{path.relative_to(sys.argv[1])}: gpu {device}")
+print("rollouts per GPU:", dict(devices))
+PY
 tar -czf "$out/gpu-preset-results.tar.gz" -C "$work" results logs 2>/dev/null || true
