@@ -13,6 +13,7 @@ and different source (``name_v1``) and compiles it again, outside the pre-compil
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -31,7 +32,31 @@ from cuda_candidates import benchmark_set
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 
 
+class _RecordStandIn:
+    """pydantic.BaseModel's part KernelBench uses (``KernelExecResult(**fields)``, class defaults
+    copied per instance), for machines without pydantic: a record type, no evaluation logic."""
+
+    def __init__(self, **values: object):
+        for cls in reversed(type(self).__mro__):
+            for name in getattr(cls, "__annotations__", {}):
+                if hasattr(cls, name):
+                    setattr(self, name, copy.deepcopy(getattr(cls, name)))
+        for name, value in values.items():
+            setattr(self, name, value)
+
+
 def _import_kernelbench(kb_src: Path) -> types.ModuleType:
+    try:
+        import pydantic  # noqa: F401
+    except ImportError:
+        print(
+            "pydantic is not installed: KernelBench's KernelExecResult is built on a plain record "
+            "class instead (no evaluation logic is replaced)",
+            file=sys.stderr,
+        )
+        stub = types.ModuleType("pydantic")
+        stub.BaseModel = _RecordStandIn  # type: ignore[attr-defined]
+        sys.modules["pydantic"] = stub
     for name, attrs in {
         "dotenv": {"load_dotenv": lambda *a, **k: None},
         "openai": {"OpenAI": object},

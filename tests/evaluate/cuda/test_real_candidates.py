@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -273,3 +274,29 @@ def test_bench_overrides_are_typed_and_a_bad_one_exits_2_with_one_line(corpus: P
     assert len(err) == 2 and "no_such_key" in err[0] and "--problems" in err[1]
     assert main([*base, str(corpus / "problems"), "--dry-run", "-n", "4"]) == 0
     assert "4 candidates of 12" in capsys.readouterr().out
+
+
+FAKE_KB_EVAL = """
+from pydantic import BaseModel
+
+class KernelExecResult(BaseModel):
+    compiled: bool = False
+    metadata: dict = {}
+    runtime: float = -1.0
+"""
+
+
+def test_kernelbench_harness_imports_without_pydantic(tmp_path: Path, monkeypatch):
+    from compare_kernelbench import _import_kernelbench
+
+    (tmp_path / "kernelbench").mkdir()
+    (tmp_path / "kernelbench" / "__init__.py").write_text("")
+    (tmp_path / "kernelbench" / "eval.py").write_text(FAKE_KB_EVAL)
+    for name in ("pydantic", "kernelbench", "kernelbench.eval"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setitem(sys.modules, "pydantic", None)  # import pydantic raises ImportError
+    kbe = _import_kernelbench(tmp_path)
+    a, b = kbe.KernelExecResult(compiled=True), kbe.KernelExecResult()
+    a.metadata["x"] = 1
+    assert (a.compiled, b.compiled, b.metadata, b.runtime) == (True, False, {}, -1.0)
