@@ -333,7 +333,7 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    from compare_kernelbench import _kb_precompile, _kb_verdict_in_fresh_process
+    from compare_kernelbench import _kb_precompile
 
     chosen = sample[: args.kb_n]
     work = Path(tempfile.mkdtemp(prefix="kb-", dir=args.work))
@@ -356,7 +356,7 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
     for c, d, (ok, err) in zip(chosen, dirs, pre, strict=True):
         t = time.monotonic()
         verdict = (
-            _kb_verdict_in_fresh_process(str(args.kb_src), c.problem_file.read_text(), c.source, d)
+            _kb_verdict_or_crash(str(args.kb_src), c.problem_file.read_text(), c.source, d)
             if ok
             else {"category": "compile_error", "speedup": None, "detail": first_line(err)}
         )
@@ -399,6 +399,21 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
         f"{sum(r['label'] == r['kernelbench_here'] for r in rows)}/{len(rows)}"
     )
     _write(args.json, report)
+
+
+def _kb_verdict_or_crash(kb_src: str, reference: str, source: str, build_dir: str) -> dict:
+    """KernelBench's verdict; an exception its harness lets through is its runtime_error (as its
+    batch scripts record it), so one candidate cannot stop the others."""
+    from compare_kernelbench import _kb_verdict_in_fresh_process
+
+    try:
+        return _kb_verdict_in_fresh_process(kb_src, reference, source, build_dir)
+    except Exception as err:  # raised in KernelBench's process, re-raised here by the pool
+        return {
+            "category": "runtime_error",
+            "speedup": None,
+            "detail": f"{type(err).__name__}: {err}",
+        }
 
 
 def mode_dry_run(sample: list[RealCandidate], report: dict) -> None:
