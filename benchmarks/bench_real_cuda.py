@@ -336,6 +336,7 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
     from compare_kernelbench import _kb_precompile
 
     chosen = sample[: args.kb_n]
+    args.work.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="kb-", dir=args.work))
     dirs = [str(work / f"c{i}") for i in range(len(chosen))]
     t = time.monotonic()
@@ -399,6 +400,18 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
         f"{sum(r['label'] == r['kernelbench_here'] for r in rows)}/{len(rows)}"
     )
     _write(args.json, report)
+
+
+def _check_kernelbench_imports(kb_src: Path) -> None:
+    """Fail before any work, in one line, when KernelBench's harness cannot be imported here."""
+    from compare_kernelbench import _import_kernelbench
+
+    try:
+        _import_kernelbench(kb_src)
+    except ImportError as err:
+        raise CorpusError(
+            f"--kb-src {kb_src}: KernelBench's harness cannot be imported here ({err}); install what it names"
+        ) from err
 
 
 def _kb_verdict_or_crash(kb_src: str, reference: str, source: str, build_dir: str) -> dict:
@@ -537,6 +550,8 @@ def main(argv: list[str] | None = None) -> int:
             raise CorpusError(
                 f"--kb-src {args.kb_src}: no kernelbench/eval.py; point it at KernelBench's src/ folder"
             )
+        if args.mode == "kernelbench" and not args.dry_run:
+            _check_kernelbench_imports(args.kb_src)
         if not args.dry_run:
             CudaEvalConfig.from_dict(parse_overrides(args.set), origin="--set")
     except (CorpusError, ValueError, TypeError) as err:
