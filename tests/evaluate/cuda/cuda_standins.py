@@ -62,3 +62,19 @@ def probe_fails() -> None:
 
 def probe_hangs() -> None:
     time.sleep(3600)
+
+
+def run_candidate(job: dict) -> dict:
+    """What the GPU worker does with a candidate, on the CPU: import it, build, call forward."""
+    from pathlib import Path
+
+    import torch
+
+    from maxcode.evaluate.cuda.loader import load_module
+
+    try:
+        cand = load_module(Path(job["job_dir"]) / "candidate.py", "maxcode_candidate")
+        cand.ModelNew(2.0)(torch.ones(4), torch.ones(4))
+    except Exception as err:
+        return {"status": "runtime_error", "reason": f"evaluation failed: {err}"}
+    return {"status": "ok", "reason": "", "figures": {"uid": os.getuid()}}

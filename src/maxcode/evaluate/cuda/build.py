@@ -47,6 +47,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
+from maxcode.evaluate.scrub import allowed_env
+
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A CUDA source that names any of these needs torch's headers (load_inline adds torch/types.h).
 _TORCH_NAME = re.compile(
@@ -71,6 +73,9 @@ _TORCH_DTYPES = (
 )  # fmt: skip
 _NAME_DEFINE = re.compile(r"^-DTORCH_EXTENSION_NAME=")
 MAX_LOG_CHARS = 4000
+# Benchmarks set this to a directory: every nvcc run then writes its per-phase times there
+# (``nvcc --time``, one CSV per build step), see benchmarks/bench_cuda_compile.py.
+NVCC_TIME_DIR_VAR = "MAXCODE_NVCC_TIME_DIR"
 
 
 class BuildError(RuntimeError):
@@ -160,6 +165,26 @@ class ExtensionSpec:
             extra_include_paths=strings(extra_include_paths, "extra_include_paths"),
             with_pytorch_error_handling=with_pytorch_error_handling,
             no_implicit_headers=no_implicit_headers,
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ExtensionSpec:
+        """A spec sent by a sandboxed compile job: checked again, it is untrusted input."""
+        functions = d.get("functions")
+        return cls.from_load_inline(
+            name=d["name"],
+            cpp_sources=list(d["cpp_sources"]),
+            cuda_sources=list(d.get("cuda_sources") or []),
+            functions=None if functions is None else {str(f): str(doc) for f, doc in functions},
+            extra_cflags=list(d.get("extra_cflags") or []),
+            extra_cuda_cflags=list(d.get("extra_cuda_cflags") or []),
+            extra_ldflags=list(d.get("extra_ldflags") or []),
+            extra_include_paths=list(d.get("extra_include_paths") or []),
+            with_pytorch_error_handling=bool(d.get("with_pytorch_error_handling", True)),
+            no_implicit_headers=bool(d.get("no_implicit_headers", False)),
         )
 
     @property
@@ -400,7 +425,12 @@ def build_key(
 
 
 class BuildCache:
-    """``root/ext/<key>/`` holds a finished build (``outcome.json`` + ``<name>.so``)."""
+    """``root/ext/<key>/`` holds a finished build (``outcome.json`` + ``<name>.so``).
+
+    Inside the sandbox the root is read-only (only the evaluator writes it): a build the
+    sandboxed process still needs goes to a private scratch cache in its own ``/tmp``,
+    reusing the shared root's builds and precompiled header, and disappears with it.
+    """
 
     def __init__(
         self, root: Path, cuda_arch: str, host_pch: bool = True, light_cuda_headers: bool = True
@@ -409,8 +439,16 @@ class BuildCache:
         self.cuda_arch = cuda_arch
         self.host_pch = host_pch
         self.light_cuda_headers = light_cuda_headers
-        for sub in ("ext", "tmp", "locks", "pch"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.out = self.root  # where this process writes builds
+        try:
+            for sub in ("ext", "tmp", "locks", "pch"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass
+        if not os.access(self.root / "ext", os.W_OK):
+            self.out = Path(tempfile.gettempdir()) / "maxcode-build"
+            for sub in ("ext", "tmp", "locks", "pch"):
+                (self.out / sub).mkdir(parents=True, exist_ok=True)
 
     def key_of(self, spec: ExtensionSpec) -> tuple[str, _Flags]:
         flags = torch_flags(spec, self.cuda_arch)
@@ -419,6 +457,8 @@ class BuildCache:
 
     def lookup(self, key: str) -> BuildOutcome | None:
         meta = self.root / "ext" / key / "outcome.json"
+        if not meta.is_file():
+            meta = self.out / "ext" / key / "outcome.json"
         if not meta.is_file():
             return None
         outcome = BuildOutcome(**json.loads(meta.read_text()))
@@ -432,7 +472,7 @@ class BuildCache:
         hit = self.lookup(key)
         if hit is not None:
             return hit
-        with _locked(self.root / "locks" / f"{key}.lock"):
+        with _locked(self.out / "locks" / f"{key}.lock"):
             hit = self.lookup(key)  # another job finished it while we waited
             if hit is not None:
                 return hit
@@ -444,20 +484,21 @@ class BuildCache:
     ) -> BuildOutcome:
         start = time.monotonic()
         deadline = start + timeout_s
-        work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.root / "tmp"))
+        work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.out / "tmp"))
         outcome = BuildOutcome(key=key, name=spec.name, ok=False)
         try:
             self._compile_and_link(spec, flags, work, outcome, deadline)
             outcome.seconds = round(time.monotonic() - start, 3)
             if outcome.failed_step == "timeout":
                 return outcome  # not deterministic: never cached
-            final = self.root / "ext" / key
+            final = self.out / "ext" / key
             if outcome.ok:
                 outcome.so_path = str(final / f"{spec.name}.so")
             for leftover in list(work.iterdir()):
                 if leftover.suffix not in (".so",):
                     leftover.unlink()
             (work / "outcome.json").write_text(json.dumps(outcome.to_dict()))
+            work.chmod(0o755)  # mkdtemp's 0700 would hide it from sandboxed (non-root) loaders
             os.rename(work, final)
             return outcome
         finally:
@@ -563,14 +604,17 @@ class BuildCache:
         key = hashlib.sha256(
             json.dumps([flags.cxx, flags.cflags, flags.post_cflags, asdict(toolchain)]).encode()
         ).hexdigest()[:16]
-        final = self.root / "pch" / key
+        shared = self.root / "pch" / key / "maxcode_torch_extension.h"
+        if (shared.parent / "ok").exists():
+            return shared
+        final = self.out / "pch" / key
         header = final / "maxcode_torch_extension.h"
         if (final / "ok").exists():
             return header
-        with _locked(self.root / "locks" / f"pch-{key}.lock"):
+        with _locked(self.out / "locks" / f"pch-{key}.lock"):
             if (final / "ok").exists():
                 return header
-            work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.root / "tmp"))
+            work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.out / "tmp"))
             try:
                 (work / header.name).write_text("#include <torch/extension.h>\n")
                 cmd = [
@@ -594,6 +638,7 @@ class BuildCache:
                     failed.log, failed.first_error = trim_log(log or "timeout", work)
                     return failed
                 (work / "ok").write_text("")
+                work.chmod(0o755)
                 if final.exists():
                     shutil.rmtree(final)
                 os.rename(work, final)
@@ -662,14 +707,17 @@ def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
     its compilers' temporary files in ``.<step>.tmp`` there (a killed nvcc or g++ leaves
     them behind), removed when the job is collected."""
     started: _Started = {}
+    time_dir = os.environ.get(NVCC_TIME_DIR_VAR)
     for step, cmd in jobs.items():
         log = open(cwd / f"{step}.log", "w+")  # noqa: SIM115 - closed in _finish_jobs
         tmpdir = cwd / f".{step}.tmp"
         tmpdir.mkdir(exist_ok=True)
+        if time_dir and Path(cmd[0]).name == "nvcc":
+            cmd = [*cmd, "--time", str(Path(time_dir) / f"{cwd.name}.{step}.csv")]
         proc = subprocess.Popen(
             cmd,
             cwd=cwd,
-            env={**os.environ, "TMPDIR": str(tmpdir)},
+            env=allowed_env({"TMPDIR": str(tmpdir)}),  # compilers see no secrets either
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
