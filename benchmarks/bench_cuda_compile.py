@@ -103,11 +103,11 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
     time_dir.mkdir(parents=True)
     os.environ[NVCC_TIME_DIR_VAR] = str(time_dir)
     cfg = CudaEvalConfig(
-        cuda_arch=arch + ("+PTX" if opts["ptx"] else ""),
-        host_pch=opts["host_pch"],
-        light_cuda_headers=opts["light_cuda_headers"],
+        cuda_arch=arch, host_pch=opts["host_pch"], light_cuda_headers=opts["light_cuda_headers"]
     )
     evaluator = CudaEvaluator(cfg, root / f"cache-{name}", gpus=[])
+    # TORCH_CUDA_ARCH_LIST as torch's default would be (the config only takes a plain arch)
+    evaluator._arch = arch + ("+PTX" if opts["ptx"] else "")
     records = []
 
     def one(i: int) -> dict:
@@ -141,7 +141,7 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
     walls = [r["wall_s"] for r in records]
     return {
         "variant": name,
-        "config": {"cuda_arch": cfg.cuda_arch, **opts},
+        "config": {"cuda_arch": evaluator.cuda_arch, **opts},
         "sandbox": evaluator.jail.level,
         "candidates": len(records),
         "compiled": sum(r["ok"] for r in records),

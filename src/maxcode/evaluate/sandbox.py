@@ -19,8 +19,10 @@ import hashlib
 import json
 import os
 import random
+import re
 import resource
 import selectors
+import shutil
 import signal
 import stat
 import subprocess
@@ -408,10 +410,13 @@ class Confinement:
         writable: Sequence[Path] = (),
         keep: Sequence[Path] = (),
         uid: int | None = None,
+        workdir: Path | None = None,
     ) -> list[str]:
+        """``workdir``: the cwd inside (default: the private ``/tmp``)."""
         if self.helper is None:
             return list(argv)
         cmd = [self.helper, "--ro-root", "--stdin", "-", "--status-fd", "2"]
+        cmd += ["--workdir", str(workdir or "/tmp")]
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         fsize = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
         cmd += ["--wall-ms", "0", "--cpu-s", "0", "--as-bytes", "0"]
@@ -424,7 +429,26 @@ class Confinement:
             cmd += ["--writable", str(Path(p).resolve())]
         for p in carried_paths(keep):
             cmd += ["--keep", p]
-        return [*cmd, "--", *argv]
+        program = argv[0] if "/" in argv[0] else shutil.which(argv[0]) or argv[0]
+        return [*cmd, "--", program, *argv[1:]]  # the launcher execs without a PATH search
+
+
+# The launcher's status line (on stderr for confined processes): how the program ended.
+STATUS_LINE = re.compile(r"^exit=(-?\d+) signal=(\d+) timeout=\d .*setup_error=(.*)$", re.M)
+
+
+def confined_returncode(stderr: str) -> tuple[int, str]:
+    """(the program's exit status as ``Popen.returncode`` has it, stderr without the status
+    lines): the launcher itself exits 0 whenever it could report."""
+    found = STATUS_LINE.findall(stderr)
+    rest = STATUS_LINE.sub("", stderr).rstrip("\n")
+    if not found:
+        return 111, rest + "\nsandbox launcher gave no status"
+    errors = [setup_error.strip() for _, _, setup_error in found if setup_error.strip()]
+    if errors:
+        return 111, rest + f"\nsandbox setup failed: {errors[0]}"
+    code, sig, _ = found[-1]
+    return (-int(sig) if int(sig) else int(code)), rest
 
 
 def carried_paths(extra: Sequence[Path] = ()) -> list[str]:

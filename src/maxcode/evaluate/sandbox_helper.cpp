@@ -51,7 +51,7 @@ struct Opts {
   long wall_ms = 10000, cpu_s = 10, nproc = 16, status_fd = 3, nofile = 64;
   long long as_bytes = 500LL << 20, fsize_bytes = 16LL << 20, tmpfs_bytes = 64LL << 20;
   bool ns = true, ro_root = false;
-  std::string stdin_path = "/dev/null", copy, workdir = "/tmp";
+  std::string stdin_path = "/dev/null", copy, workdir = "/tmp";  // the private tmpfs
   std::vector<std::string> hide, writable, keep;
   std::vector<char*> argv;
 };
@@ -288,7 +288,6 @@ static Opts parse(int argc, char** argv) {
     else if (a == "--nofile") o.nofile = atol(v);
     else { fprintf(stderr, "mcbox: unknown option %s\n", a.c_str()); exit(2); }
   }
-  if (o.ns) o.workdir = "/tmp";  // the private tmpfs
   for (; i < argc; ++i) o.argv.push_back(argv[i]);
   o.argv.push_back(nullptr);
   if (o.argv.size() < 2) { fprintf(stderr, "mcbox: no program after --\n"); exit(2); }

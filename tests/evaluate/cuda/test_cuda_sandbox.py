@@ -260,3 +260,20 @@ def test_evaluator_on_gpu_leaks_nothing_and_honest_twin_passes(
     assert secret not in json.dumps([bad.to_dict(), good.to_dict()])
     assert not escape.exists() and not poison.exists() and received == []
     assert files_containing(tmp_path, secret) == []
+
+
+@needs_root
+def test_compilers_run_confined_with_the_allowlisted_environment(secret, tmp_path, saxpy_task):
+    """The sources and flags are the candidate's: a linker told to write a map file on the
+    host cannot."""
+    escape = tmp_path / "escaped.map"
+    source = honest_cpu_source().replace(
+        'ext = load_inline(name="cpuext",',
+        f'ext = load_inline(name="cpuext", extra_ldflags=["-Wl,-Map={escape}"],',
+    )
+    evaluator = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path / "cache", gpus=[])
+    job = _Job(0, saxpy_task, source, tmp_path / "cache" / "runs" / "map")
+    assert evaluator._compile(job) is False and not escape.exists()
+    assert job.result.status is Status.COMPILE_ERROR and "map" in job.result.compile_log.lower()
+    assert job.result.sandbox == "full"
+    assert files_containing(tmp_path, secret) == []

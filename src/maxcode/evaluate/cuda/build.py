@@ -42,12 +42,17 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
+from maxcode.evaluate.sandbox import Confinement, confined_returncode, uid_slot
 from maxcode.evaluate.scrub import allowed_env
+
+_local = threading.local()  # the confinement of the build this thread is running, if any
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A CUDA source that names any of these needs torch's headers (load_inline adds torch/types.h).
@@ -433,9 +438,17 @@ class BuildCache:
     """
 
     def __init__(
-        self, root: Path, cuda_arch: str, host_pch: bool = True, light_cuda_headers: bool = True
+        self,
+        root: Path,
+        cuda_arch: str,
+        host_pch: bool = True,
+        light_cuda_headers: bool = True,
+        jail: Confinement | None = None,
     ):
+        """``jail``: run the compilers confined (only the build's own directory writable, no
+        network, a dedicated uid): the sources and flags are the candidate's."""
         self.root = Path(root)
+        self.jail = jail
         self.cuda_arch = cuda_arch
         self.host_pch = host_pch
         self.light_cuda_headers = light_cuda_headers
@@ -487,7 +500,8 @@ class BuildCache:
         work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.out / "tmp"))
         outcome = BuildOutcome(key=key, name=spec.name, ok=False)
         try:
-            self._compile_and_link(spec, flags, work, outcome, deadline)
+            with self._confined(work):
+                self._compile_and_link(spec, flags, work, outcome, deadline)
             outcome.seconds = round(time.monotonic() - start, 3)
             if outcome.failed_step == "timeout":
                 return outcome  # not deterministic: never cached
@@ -627,7 +641,8 @@ class BuildCache:
                     header.name + ".gch",
                     *flags.post_cflags,
                 ]
-                rc, log, _ = _run_parallel({"pch": cmd}, work, deadline)["pch"]
+                with self._confined(work):
+                    rc, log, _ = _run_parallel({"pch": cmd}, work, deadline)["pch"]
                 if rc != 0:
                     failed = BuildOutcome(
                         key=key,
@@ -646,6 +661,25 @@ class BuildCache:
                 if work.exists():
                     shutil.rmtree(work, ignore_errors=True)
         return header
+
+    @contextmanager
+    def _confined(self, work: Path) -> Iterator[None]:
+        """Compilers started by this thread inside the block run in the jail, as a uid of
+        their own, ``work`` their only writable directory; ``work`` is root's again after."""
+        if self.jail is None or self.jail.helper is None:
+            yield
+            return
+        previous = getattr(_local, "build", None)
+        with uid_slot() as uid:
+            os.chown(work, uid, uid)
+            _local.build = (self.jail, uid, (self.root, self.out))
+            try:
+                yield
+            finally:
+                _local.build = previous
+                for path in (work, *work.rglob("*")):
+                    with suppress(FileNotFoundError):
+                        os.lchown(path, os.geteuid(), os.getegid())
 
 
 _HEADER_ERROR = re.compile(r"error.*(torch|pybind11|PYBIND11|py::|at::|c10|TORCH_)", re.I)
@@ -690,6 +724,7 @@ class _Job:
     log: IO[str]
     tmpdir: Path
     started: float
+    confined: bool = False  # started by the sandbox launcher: the status is in the log
     exited: threading.Event = field(default_factory=threading.Event)
     ended: float = 0.0
 
@@ -714,6 +749,12 @@ def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
         tmpdir.mkdir(exist_ok=True)
         if time_dir and Path(cmd[0]).name == "nvcc":
             cmd = [*cmd, "--time", str(Path(time_dir) / f"{cwd.name}.{step}.csv")]
+        confined = getattr(_local, "build", None)
+        if confined is not None:
+            jail, uid, keep = confined
+            os.chown(tmpdir, uid, uid)
+            writable = (cwd, *([Path(time_dir)] if time_dir else []))
+            cmd = jail.wrap(cmd, writable=writable, keep=keep, uid=uid, workdir=cwd)
         proc = subprocess.Popen(
             cmd,
             cwd=cwd,
@@ -722,7 +763,7 @@ def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        job = _Job(proc, log, tmpdir, time.monotonic())
+        job = _Job(proc, log, tmpdir, time.monotonic(), confined=confined is not None)
         threading.Thread(target=job._wait, daemon=True).start()
         started[step] = job
     return started
@@ -739,7 +780,10 @@ def _finish_jobs(started: _Started, deadline: float) -> dict[str, tuple[int | No
             os.killpg(job.proc.pid, 9)
             job.exited.wait()
         job.log.seek(0)
-        results[step] = (rc, job.log.read(), round(job.ended - job.started, 3))
+        log = job.log.read()
+        if job.confined and rc is not None:
+            rc, log = confined_returncode(log)
+        results[step] = (rc, log, round(job.ended - job.started, 3))
         job.log.close()
         shutil.rmtree(job.tmpdir, ignore_errors=True)
     return results

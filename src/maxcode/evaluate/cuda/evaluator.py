@@ -276,6 +276,7 @@ class CudaEvaluator:
             self.cuda_arch,
             self.config.host_pch,
             self.config.light_cuda_headers,
+            jail=self.jail,
         )
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
