@@ -121,6 +121,7 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
             "status": None if ok else job.result.status.value,
             "wall_s": round(time.monotonic() - t0, 3),
             "builds": job.figures.get("builds", []),
+            "reason": "" if ok else job.result.reason,
         }
 
     t0 = time.monotonic()
@@ -190,6 +191,8 @@ def main() -> None:
             print(f"  steps (median s): {res['median_step_s']}")
             print(f"  nvcc phases (median s per build): {res['median_nvcc_phase_s']}")
             print(f"  .cu header tiers: {res['tiers']}")
+            for r in [r for r in res["records"] if not r["ok"]][:3]:
+                print(f"  failed: {r['candidate']}: {r['reason'][:300]}")
     if len(results) == 2 and results[1]["median_wall_s"]:
         a, b = results
         print(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import socket
 import threading
 import uuid
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR, BuildCache, ExtensionSpec
 from maxcode.evaluate.cuda.evaluator import _Job
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import Status
@@ -277,3 +279,27 @@ def test_compilers_run_confined_with_the_allowlisted_environment(secret, tmp_pat
     assert job.result.status is Status.COMPILE_ERROR and "map" in job.result.compile_log.lower()
     assert job.result.sandbox == "full"
     assert files_containing(tmp_path, secret) == []
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_nvcc_runs_confined_and_its_phase_times_come_back(tmp_path, monkeypatch):
+    """nvcc in the launcher, with the benchmark's ``--time`` hook (failed on the H100 once:
+    the CSV was written to a directory the build's uid could not write)."""
+    times = tmp_path / "times"
+    times.mkdir()
+    monkeypatch.setenv(NVCC_TIME_DIR_VAR, str(times))
+    cache = BuildCache(tmp_path / "build", "9.0", host_pch=False, jail=confinement(tmp_path))
+    spec = ExtensionSpec.from_load_inline(
+        name="k",
+        cpp_sources="#include <Python.h>\nPyMODINIT_FUNC PyInit_k() { return nullptr; }",
+        cuda_sources="__global__ void k(float* x) { x[0] = 1; }",
+        no_implicit_headers=True,
+    )
+    outcome = cache.build(spec, timeout_s=300)
+    # a CPU-only torch has no torch_cuda to link against: the compile steps are what counts
+    assert outcome.ok or outcome.failed_step == "link", outcome.log
+    assert outcome.steps["cuda"] > 0 and [p.name.split(".")[-2] for p in times.iterdir()] == [
+        "cuda"
+    ]
+    assert all(p.stat().st_uid == os.geteuid() for p in (tmp_path / "build").rglob("*"))

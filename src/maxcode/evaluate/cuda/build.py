@@ -725,6 +725,7 @@ class _Job:
     tmpdir: Path
     started: float
     confined: bool = False  # started by the sandbox launcher: the status is in the log
+    times: tuple[Path, Path] | None = None  # nvcc --time file: (written, moved to)
     exited: threading.Event = field(default_factory=threading.Event)
     ended: float = 0.0
 
@@ -747,14 +748,15 @@ def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
         log = open(cwd / f"{step}.log", "w+")  # noqa: SIM115 - closed in _finish_jobs
         tmpdir = cwd / f".{step}.tmp"
         tmpdir.mkdir(exist_ok=True)
-        if time_dir and Path(cmd[0]).name == "nvcc":
-            cmd = [*cmd, "--time", str(Path(time_dir) / f"{cwd.name}.{step}.csv")]
+        times = None
+        if time_dir and Path(cmd[0]).name == "nvcc":  # written here, moved when collected
+            times = (cwd / f".{step}.time.csv", Path(time_dir) / f"{cwd.name}.{step}.csv")
+            cmd = [*cmd, "--time", str(times[0])]
         confined = getattr(_local, "build", None)
         if confined is not None:
             jail, uid, keep = confined
             os.chown(tmpdir, uid, uid)
-            writable = (cwd, *([Path(time_dir)] if time_dir else []))
-            cmd = jail.wrap(cmd, writable=writable, keep=keep, uid=uid, workdir=cwd)
+            cmd = jail.wrap(cmd, writable=(cwd,), keep=keep, uid=uid, workdir=cwd)
         proc = subprocess.Popen(
             cmd,
             cwd=cwd,
@@ -763,7 +765,7 @@ def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        job = _Job(proc, log, tmpdir, time.monotonic(), confined=confined is not None)
+        job = _Job(proc, log, tmpdir, time.monotonic(), confined is not None, times)
         threading.Thread(target=job._wait, daemon=True).start()
         started[step] = job
     return started
@@ -785,6 +787,8 @@ def _finish_jobs(started: _Started, deadline: float) -> dict[str, tuple[int | No
             rc, log = confined_returncode(log)
         results[step] = (rc, log, round(job.ended - job.started, 3))
         job.log.close()
+        if job.times and job.times[0].is_file():
+            shutil.move(job.times[0], job.times[1])
         shutil.rmtree(job.tmpdir, ignore_errors=True)
     return results
 
