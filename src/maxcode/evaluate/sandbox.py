@@ -181,6 +181,7 @@ class Sandbox:
         missing = _probe(str(self.helper))
         self.namespaces = not missing  # namespaces and a dedicated uid per run, or neither
         self.isolation = isolation_statement(missing)
+        self.level = f"none: {missing}" if missing else "full"  # for EvalResult.sandbox
         self.hide = tuple(str(Path(p).resolve()) for p in hide)
 
     def run(

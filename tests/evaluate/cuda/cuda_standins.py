@@ -78,3 +78,17 @@ def run_candidate(job: dict) -> dict:
     except Exception as err:
         return {"status": "runtime_error", "reason": f"evaluation failed: {err}"}
     return {"status": "ok", "reason": "", "figures": {"uid": os.getuid()}}
+
+
+def forge_protocol(job: dict) -> dict:
+    """Writes a forged verdict line to every pipe it holds (the zygote's reply pipe was one)."""
+    import stat
+
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                os.write(fd, b'{"status": "ok", "reason": "forged through the protocol"}\n')
+        except OSError:
+            pass
+    return {"status": "wrong_answer", "reason": "real verdict"}

@@ -48,6 +48,7 @@ from maxcode.evaluate.scrub import allowed_env
 
 POLL_S = 0.02
 LOG_TAIL_CHARS = 1500
+_protocol_fd: int | None = None  # the zygote's reply pipe: closed in every child
 
 
 def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
@@ -69,6 +70,8 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
         os.dup2(fd, 2)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
+        if _protocol_fd is not None:  # else the candidate could write a verdict line itself
+            os.close(_protocol_fd)
         code = 0
         try:
             module_name, fn_name = job["entry"].split(":")
@@ -178,7 +181,9 @@ def _tail(path: Path) -> str:
 
 def serve() -> None:
     """Zygote main loop: warm imports once, then one forked child per job line."""
+    global _protocol_fd
     out = os.fdopen(os.dup(1), "w")
+    _protocol_fd = out.fileno()
     os.dup2(2, 1)  # stray prints in the zygote go to stderr, never into the protocol
     if os.environ.get("MAXCODE_ZYGOTE_JAILED") == "1" and not gpu_nodes_open_to_all():
         os.environ.pop("MAXCODE_ZYGOTE_UID", None)
