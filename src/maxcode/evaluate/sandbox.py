@@ -509,15 +509,23 @@ def gpu_nodes_open_to_all() -> bool:
     return all(p.stat().st_mode & 0o006 == 0o006 for p in nodes)
 
 
-def jail_child(uid: int | None, writable: Path, keep: Sequence[str], tmpfs_mb: int) -> None:
+def jail_child(
+    uid: int | None,
+    writable: Path,
+    keep: Sequence[str],
+    tmpfs_mb: int,
+    private: Sequence[str] = (),
+) -> None:
     """Per-candidate steps in a freshly forked child of a confined zygote.
 
     Right after ``fork`` the child has one thread, which ``unshare`` needs (the zygote has
     imported torch and runs several). The child gets its own mount namespace with a fresh
     ``/tmp`` and ``/dev/shm`` (nothing left by an earlier candidate), ``keep`` read-only
     (the zygote's writable job root among them), ``writable`` (its job directory) the only
-    writable place, and then, when ``uid`` is given, drops root for that uid with no new
-    privileges, so it cannot undo any of it.
+    writable place, an empty private tmpfs over each ``private`` directory (shared caches:
+    the child sees its own, empty and writable, at the path every library already knows),
+    and then, when ``uid`` is given, drops root for that uid with no new privileges, so it
+    cannot undo any of it.
     """
     libc = ctypes.CDLL(None, use_errno=True)
 
@@ -553,9 +561,12 @@ def jail_child(uid: int | None, writable: Path, keep: Sequence[str], tmpfs_mb: i
         ro = 0 if p == str(writable) else MS_RDONLY
         mount(None, p, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | ro)
         os.close(fds[p])
+    for p in private:
+        os.makedirs(p, exist_ok=True)  # under /tmp; elsewhere the parent made it
+        mount("private", p, "tmpfs", MS_NOSUID | MS_NODEV, opts)
     if uid is None:
         return
-    for p in (str(writable), "/tmp", "/dev/shm"):
+    for p in (str(writable), "/tmp", "/dev/shm", *private):
         os.chown(p, uid, uid)
     resource.setrlimit(resource.RLIMIT_NPROC, (JAIL_NPROC, JAIL_NPROC))
     os.setgroups([])

@@ -197,7 +197,10 @@ def jailed_worker(secret, tmp_path):
     worker = GpuWorker(
         gpu=None,
         preload=("torch",),
-        extra_env={"PYTHONPATH": f"{SRC}{os.pathsep}{HERE}"},
+        extra_env={
+            "PYTHONPATH": f"{SRC}{os.pathsep}{HERE}",
+            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),  # shared: private per child
+        },
         log_path=tmp_path / "zygote.log",
         jail=jail,
         job_root=tmp_path / "runs",
@@ -303,3 +306,12 @@ def test_nvcc_runs_confined_and_its_phase_times_come_back(tmp_path, monkeypatch)
         "cuda"
     ]
     assert all(p.stat().st_uid == os.geteuid() for p in (tmp_path / "build").rglob("*"))
+
+
+@needs_root
+def test_worker_children_write_shared_caches_only_privately(jailed_worker, tmp_path):
+    """A candidate could plant compiled code in inductor's cache for a later reference."""
+    write = "import os\nopen(os.environ['TORCHINDUCTOR_CACHE_DIR'] + '/planted', 'w').write('x')\n"
+    src = (write + honest_cpu_source()).replace("ext = load_inline(", "ext = None and load_inline(")
+    assert run_job(jailed_worker, tmp_path, "plant", src)["status"] == "ok"
+    assert list((tmp_path / "inductor").iterdir()) == []

@@ -49,6 +49,10 @@ from maxcode.evaluate.scrub import allowed_env
 POLL_S = 0.02
 LOG_TAIL_CHARS = 1500
 _protocol_fd: int | None = None  # the zygote's reply pipe: closed in every child
+JAIL_FAILED_EXIT = 4  # a child whose sandbox could not be set up exits with this
+# Shared caches a candidate must not write (it could plant compiled code for a later
+# reference): each child gets an empty private tmpfs at their paths.
+PRIVATE_CACHE_VARS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
 def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +68,7 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
             _jail_this_child(job_dir)
         except BaseException:  # never let a forked child fall back into the zygote's loop
             traceback.print_exc()
-            os._exit(4)
+            os._exit(JAIL_FAILED_EXIT)
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
@@ -115,6 +119,11 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
     tail = _tail(log_path)
     if verdict is None and result_path.is_file():
         verdict = json.loads(result_path.read_text())
+    elif verdict is None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == JAIL_FAILED_EXIT:
+        verdict = {
+            "status": "runtime_error",
+            "reason": "the sandbox could not be set up for this candidate (see the GPU worker's log)",
+        }
     elif verdict is None:
         how = (
             f"signal {signal.Signals(-os.waitstatus_to_exitcode(status)).name}"
@@ -139,9 +148,9 @@ def _jail_this_child(job_dir: Path) -> None:
         return
     uid = os.environ.get("MAXCODE_ZYGOTE_UID")
     keep = [p for p in os.environ.get("MAXCODE_ZYGOTE_KEEP", "").split(os.pathsep) if p]
-    jail_child(int(uid) if uid else None, job_dir, keep, int(os.environ["MAXCODE_ZYGOTE_TMPFS_MB"]))
-    for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):  # shared ones are read-only
-        os.environ[name] = f"/tmp/{name.lower()}"
+    private = [os.environ[name] for name in PRIVATE_CACHE_VARS if os.environ.get(name)]
+    tmpfs_mb = int(os.environ["MAXCODE_ZYGOTE_TMPFS_MB"])
+    jail_child(int(uid) if uid else None, job_dir, keep, tmpfs_mb, private)
 
 
 def sandbox_level() -> str:
@@ -311,6 +320,9 @@ class GpuWorker:
                 self._uid = contextlib.ExitStack()
                 self._uid_value = self._uid.enter_context(uid_slot())
             writable = (self.job_root,) if self.job_root else ()
+            for name in PRIVATE_CACHE_VARS:  # must exist: the zygote's root is read-only
+                if env.get(name):
+                    Path(env[name]).mkdir(parents=True, exist_ok=True)
             env.update(
                 MAXCODE_ZYGOTE_JAILED="1",
                 MAXCODE_ZYGOTE_UID=str(self._uid_value),
