@@ -315,3 +315,18 @@ def test_worker_children_write_shared_caches_only_privately(jailed_worker, tmp_p
     src = (write + honest_cpu_source()).replace("ext = load_inline(", "ext = None and load_inline(")
     assert run_job(jailed_worker, tmp_path, "plant", src)["status"] == "ok"
     assert list((tmp_path / "inductor").iterdir()) == []
+
+
+def test_a_host_without_namespaces_is_named_once_and_recorded(tmp_path, monkeypatch, capsys):
+    from maxcode.evaluate import sandbox
+
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    sandbox._jail_probe.cache_clear()
+    try:
+        first, second = confinement(tmp_path), confinement(tmp_path)
+    finally:
+        sandbox._jail_probe.cache_clear()
+    assert first.helper is None and first.level.startswith("none: not root")
+    assert first.wrap(["python3", "-c", "pass"]) == ["python3", "-c", "pass"]
+    assert second.level == first.level
+    assert capsys.readouterr().err.count("WITHOUT a sandbox") <= 1
