@@ -259,8 +259,10 @@ def test_evaluator_on_gpu_leaks_nothing_and_honest_twin_passes(
     source = hostile_source(port, escape, poison, cpu=False)
     with CudaEvaluator(CudaEvalConfig(), cache) as evaluator:
         bad, good = evaluator.evaluate_items([(saxpy_task, source), (saxpy_task, hostile("good"))])
-    assert good.status is Status.OK and good.sandbox == "full", good.reason
-    assert bad.status is Status.RUNTIME_ERROR and bad.sandbox == "full", bad.reason
+    logs = "".join(p.read_text(errors="replace")[-3000:] for p in (cache / "logs").glob("*.log"))
+    why = f"{good.reason} | {bad.reason} | {good.figures.get('output_tail', '')} | {logs}"
+    assert good.status is Status.OK and good.sandbox == "full", why
+    assert bad.status is Status.RUNTIME_ERROR and bad.sandbox == "full", why
     assert "leaking through the reason" in bad.reason
     assert secret not in json.dumps([bad.to_dict(), good.to_dict()])
     assert not escape.exists() and not poison.exists() and received == []
