@@ -27,6 +27,7 @@ def sh(sandbox: Sandbox, script: str, limits: Limits = SHORT, **kw):
 
 
 def test_isolation_statement_matches_what_was_detected(sandbox):
+    assert sandbox.level == ("full" if ROOT else "none: not root")  # EvalResult.sandbox
     if ROOT:
         assert sandbox.namespaces and sandbox.isolation == isolation_statement("")
         assert "no network" in sandbox.isolation

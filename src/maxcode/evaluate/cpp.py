@@ -328,6 +328,7 @@ class CppEvaluator:
             profile=profile,
             figures=figures,
             evaluator=self.name,
+            sandbox=self.sandbox.level,
         )
 
     def _run_tests(self, binary: Path, cases: list[TestCase], cpu: int | None) -> list[_TestRun]:

@@ -70,6 +70,9 @@ class EvalResult:
     figures: dict = field(default_factory=dict)  # measured extras for the critic
     evaluator: str = ""  # evaluator name + version
     cached: bool = False  # served from the evaluation cache
+    # Isolation the candidate's code ran under: "full", "partial: <what is missing>",
+    # "none: <why>"; "" where no candidate code ran (static rejection) or not recorded.
+    sandbox: str = ""
 
     @property
     def speedup(self) -> float | None:

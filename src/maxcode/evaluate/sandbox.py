@@ -12,15 +12,21 @@ environment and process-group kill, and :func:`isolation_statement` says what is
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import functools
 import hashlib
 import json
 import os
 import random
+import re
+import resource
 import selectors
+import shutil
 import signal
+import stat
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -175,6 +181,7 @@ class Sandbox:
         missing = _probe(str(self.helper))
         self.namespaces = not missing  # namespaces and a dedicated uid per run, or neither
         self.isolation = isolation_statement(missing)
+        self.level = f"none: {missing}" if missing else "full"  # for EvalResult.sandbox
         self.hide = tuple(str(Path(p).resolve()) for p in hide)
 
     def run(
@@ -376,3 +383,193 @@ def _outcome(status: str, stdout: bytes, stderr: bytes, limited: bool, helper: s
         stdout=stdout,
         stderr=stderr,
     )
+
+
+# -- long-lived processes that import candidate code (the CUDA zygote, compile jobs) ----------
+
+JAIL_TMPFS_MB = 8192  # a cap on the private /tmp, not a reservation (tmpfs grows on use)
+JAIL_NPROC = 16384  # threads count: torch starts one pool per core
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How a Python process that imports candidate code is launched.
+
+    ``wrap`` puts an argv under the launcher with every mount read-only, a private ``/tmp``
+    and ``/dev/shm``, no network (its own empty network namespace), its own pid, IPC and
+    UTS namespaces, and only ``writable`` directories writable; ``level`` is recorded with
+    every result: ``full``, or ``none: <why>`` when this host allows no namespaces (the
+    argv then runs as it is, with the allowlisted environment only).
+    """
+
+    helper: str | None
+    level: str
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        writable: Sequence[Path] = (),
+        keep: Sequence[Path] = (),
+        uid: int | None = None,
+        workdir: Path | None = None,
+    ) -> list[str]:
+        """``workdir``: the cwd inside (default: the private ``/tmp``)."""
+        if self.helper is None:
+            return list(argv)
+        cmd = [self.helper, "--ro-root", "--stdin", "-", "--status-fd", "2"]
+        cmd += ["--workdir", str(workdir or "/tmp")]
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        fsize = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+        cmd += ["--wall-ms", "0", "--cpu-s", "0", "--as-bytes", "0"]
+        cmd += ["--fsize-bytes", str(fsize if fsize != resource.RLIM_INFINITY else 1 << 40)]
+        cmd += ["--nofile", str(min(nofile, 1 << 20)), "--nproc", str(JAIL_NPROC)]
+        cmd += ["--tmpfs-bytes", str(JAIL_TMPFS_MB << 20)]
+        if uid is not None:
+            cmd += ["--uid", str(uid), "--gid", str(uid)]
+        for p in writable:
+            cmd += ["--writable", str(Path(p).resolve())]
+        for p in carried_paths(keep):
+            cmd += ["--keep", p]
+        program = argv[0] if "/" in argv[0] else shutil.which(argv[0]) or argv[0]
+        return [*cmd, "--", program, *argv[1:]]  # the launcher execs without a PATH search
+
+
+# The launcher's status line (on stderr for confined processes): how the program ended.
+STATUS_LINE = re.compile(r"^exit=(-?\d+) signal=(\d+) timeout=\d .*setup_error=(.*)$", re.M)
+
+
+def confined_returncode(stderr: str) -> tuple[int, str]:
+    """(the program's exit status as ``Popen.returncode`` has it, stderr without the status
+    lines): the launcher itself exits 0 whenever it could report."""
+    found = STATUS_LINE.findall(stderr)
+    rest = STATUS_LINE.sub("", stderr).rstrip("\n")
+    if not found:
+        return 111, rest + "\nsandbox launcher gave no status"
+    errors = [setup_error.strip() for _, _, setup_error in found if setup_error.strip()]
+    if errors:
+        return 111, rest + f"\nsandbox setup failed: {errors[0]}"
+    code, sig, _ = found[-1]
+    return (-int(sig) if int(sig) else int(code)), rest
+
+
+def carried_paths(extra: Sequence[Path] = ()) -> list[str]:
+    """Directories a confined Python needs to see: ``extra``, this interpreter and its import
+    path (they may lie under ``/tmp``, which the jail replaces, or under a home only root may
+    enter); never ``/`` or an ancestor of ``/tmp``, which would cover the private one."""
+    out: list[str] = []
+    interpreter = (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)))
+    for p in (*extra, *interpreter, *sys.path):
+        if not p:
+            continue
+        path = Path(p).resolve()
+        if path.is_dir() and not Path("/tmp").is_relative_to(path) and str(path) not in out:
+            out.append(str(path))
+    return out
+
+
+@functools.cache
+def _jail_probe(helper: str) -> str:
+    """Why a confined process cannot be started here ("" when it can), checked once."""
+    if os.geteuid() != 0:
+        return "not root, so no mount/network namespaces or dedicated uid"
+    with uid_slot() as uid:
+        argv = Confinement(helper, "full").wrap(["/bin/true"], uid=uid)
+        proc = subprocess.run(argv, env=SCRUBBED_ENV, capture_output=True, timeout=60)
+    status = proc.stderr.decode(errors="replace")
+    if proc.returncode == 0 and "exit=0 " in status:
+        return ""
+    return "launcher probe failed: " + status.split("setup_error=")[-1].strip()[:200]
+
+
+def confinement(cache_dir: Path) -> Confinement:
+    """The strongest confinement this host allows; a host without it is named once, in the log."""
+    helper = str(build_helper(cache_dir))
+    missing = _jail_probe(helper)
+    if missing:
+        _say_once(f"candidate code runs WITHOUT a sandbox on this host: {missing}")
+        return Confinement(None, f"none: {missing}")
+    return Confinement(helper, "full")
+
+
+@functools.cache
+def _say_once(message: str) -> None:
+    print(f"maxcode: {message}", file=sys.stderr)
+
+
+# Linux constants (uapi): not in the os module of Python 3.11.
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV = 0x1, 0x2, 0x4
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def gpu_nodes_open_to_all() -> bool:
+    """Whether a dedicated uid can still open the GPU (``/dev/nvidia*`` read-write for others)."""
+    nodes = [p for p in Path("/dev").glob("nvidia*") if p.is_char_device()]
+    return all(p.stat().st_mode & 0o006 == 0o006 for p in nodes)
+
+
+def jail_child(
+    uid: int | None,
+    writable: Path,
+    keep: Sequence[str],
+    tmpfs_mb: int,
+    private: Sequence[str] = (),
+) -> None:
+    """Per-candidate steps in a freshly forked child of a confined zygote.
+
+    Right after ``fork`` the child has one thread, which ``unshare`` needs (the zygote has
+    imported torch and runs several). The child gets its own mount namespace with a fresh
+    ``/tmp`` and ``/dev/shm`` (nothing left by an earlier candidate), ``keep`` read-only
+    (the zygote's writable job root among them), ``writable`` (its job directory) the only
+    writable place, an empty private tmpfs over each ``private`` directory (shared caches:
+    the child sees its own, empty and writable, at the path every library already knows),
+    and then, when ``uid`` is given, drops root for that uid with no new privileges, so it
+    cannot undo any of it.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(rc: int, what: str) -> None:
+        if rc != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"sandbox: {what}: {os.strerror(err)}")
+
+    def mount(src: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+        enc = [None if x is None else x.encode() for x in (src, target, fstype)]
+        check(libc.mount(*enc, flags, data.encode() or None), f"mount {target}")
+
+    carried = sorted({*keep, str(writable)}, key=len)
+    check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in carried}  # mounts of this namespace
+    opts = f"size={tmpfs_mb << 20},mode=0700"
+    mount("sandbox", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    mount("sandbox-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    covered: set[str] = set()
+    for p in carried if uid is not None else ():
+        for parent in reversed(Path(p).parents):
+            if str(parent) == "/" or not parent.exists():
+                continue
+            if parent.stat().st_mode & stat.S_IXOTH == 0:
+                if str(parent) not in covered:
+                    mount("cover", str(parent), "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+                    covered.add(str(parent))
+                break
+    for p in carried:
+        os.makedirs(p, exist_ok=True)
+        mount(f"/proc/self/fd/{fds[p]}", p, None, MS_BIND)
+        ro = 0 if p == str(writable) else MS_RDONLY
+        mount(None, p, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | ro)
+        os.close(fds[p])
+    for p in private:
+        os.makedirs(p, exist_ok=True)  # under /tmp; elsewhere the parent made it
+        mount("private", p, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+    if uid is None:
+        return
+    for p in (str(writable), "/tmp", "/dev/shm", *private):
+        os.chown(p, uid, uid)
+    resource.setrlimit(resource.RLIMIT_NPROC, (JAIL_NPROC, JAIL_NPROC))
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")

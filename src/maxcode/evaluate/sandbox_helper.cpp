@@ -15,6 +15,13 @@
 // Without namespaces (not root) the same steps run minus unshare/mounts/uid, and the
 // process group is killed at the end instead.
 //
+// Long-lived Python processes that import candidate code (the CUDA evaluator's zygote and
+// compile jobs) use the same launcher with: --ro-root (every mount read-only, recursively;
+// /tmp and /dev/shm private writable tmpfs), --writable DIR (a narrow read-write bind of
+// one directory), --keep DIR (a directory, e.g. under /tmp, kept visible read-only),
+// --stdin - (keep the caller's stdin: a job pipe), and 0 for --wall-ms, --cpu-s and
+// --as-bytes (no limit: the GPU driver maps terabytes of address space).
+//
 // Status line (to --status-fd): "exit=<code> signal=<sig> timeout=<0|1> wall_ns=<n>
 // user_us=<n> sys_us=<n> maxrss_kb=<n> setup_error=<text-or-empty>".
 #include <errno.h>
@@ -29,21 +36,23 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 struct Opts {
   long uid = -1, gid = -1, cpu = -1;
-  long wall_ms = 10000, cpu_s = 10, nproc = 16, status_fd = 3;
+  long wall_ms = 10000, cpu_s = 10, nproc = 16, status_fd = 3, nofile = 64;
   long long as_bytes = 500LL << 20, fsize_bytes = 16LL << 20, tmpfs_bytes = 64LL << 20;
-  bool ns = true;
-  std::string stdin_path = "/dev/null", copy, workdir = "/tmp";
-  std::vector<std::string> hide;
+  bool ns = true, ro_root = false;
+  std::string stdin_path = "/dev/null", copy, workdir = "/tmp";  // the private tmpfs
+  std::vector<std::string> hide, writable, keep;
   std::vector<char*> argv;
 };
 
@@ -77,8 +86,64 @@ static void copy_file(int in, const char* dst) {
   close(out);
 }
 
+// mount_setattr(2) (Linux 5.12+): one call flips a whole mount tree.
+struct McMountAttr {
+  unsigned long long attr_set, attr_clr, propagation, userns_fd;
+};
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+static const unsigned long long kMountAttrRdonly = 0x1;
+static const unsigned int kAtRecursive = 0x8000;
+
+// Every mount read-only: mount_setattr on the tree, else a remount per mountinfo line.
+static void read_only_root() {
+  McMountAttr attr{kMountAttrRdonly, 0, 0, 0};
+  if (syscall(SYS_mount_setattr, AT_FDCWD, "/", kAtRecursive, &attr, sizeof attr) == 0) return;
+  FILE* f = fopen("/proc/self/mountinfo", "r");
+  if (!f) fail_setup("read mountinfo");
+  char line[4096];
+  while (fgets(line, sizeof line, f)) {
+    char point[4096];
+    if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1) continue;
+    // best effort per mount: one that refuses (e.g. a locked one) stays as it was
+    mount(nullptr, point, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr);
+  }
+  fclose(f);
+  if (access("/", W_OK) == 0 && mount(nullptr, "/", nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) != 0)
+    fail_setup("remount / read-only");
+}
+
+static void mkdir_p(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);  // EEXIST is fine
+}
+
+// Paths opened before /tmp is covered (they may lie under it), bound again afterwards:
+// --writable read-write, --keep read-only.
+struct Carried {
+  std::string path;
+  int fd;
+  bool writable;
+};
+
+static void bind_carried(const Carried& c) {
+  mkdir_p(c.path);
+  std::string src = "/proc/self/fd/" + std::to_string(c.fd);
+  if (mount(src.c_str(), c.path.c_str(), nullptr, MS_BIND, nullptr) != 0) fail_setup("bind carried path");
+  unsigned long flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (c.writable ? 0 : MS_RDONLY);
+  if (mount(nullptr, c.path.c_str(), nullptr, flags, nullptr) != 0) fail_setup("remount carried path");
+  close(c.fd);
+}
+
 static void private_mounts(const Opts& o) {
   if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail_setup("make / private");
+  if (o.ro_root) read_only_root();
+  std::vector<Carried> carried;
+  for (const auto& p : o.writable) carried.push_back({p, open(p.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC), true});
+  for (const auto& p : o.keep) carried.push_back({p, open(p.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC), false});
+  for (const auto& c : carried)
+    if (c.fd < 0) fail_setup(("open carried path " + c.path).c_str());
   for (const auto& p : o.hide) {
     struct stat st;
     if (stat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
@@ -89,15 +154,42 @@ static void private_mounts(const Opts& o) {
   if (mount("sandbox", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0) fail_setup("mount /tmp");
   for (const char* p : {"/var/tmp", "/dev/shm", "/run"}) {
     struct stat st;
-    if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (o.ro_root && strcmp(p, "/run") == 0) continue;  // read-only already; driver sockets live here
+    if (o.ro_root && strcmp(p, "/dev/shm") == 0)  // torch and Python semaphores need it
+      mount("sandbox-shm", p, "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str());
+    else
       mount("empty", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0555");
   }
+  // The dedicated uid must reach carried paths whose ancestors only root may enter (~/.cache
+  // under a 0700 /root): an empty tmpfs over the highest such ancestor hides only what that
+  // uid could not read anyway.
+  std::vector<std::string> covered;
+  for (const auto& c : o.uid >= 0 ? carried : std::vector<Carried>{}) {
+    for (size_t i = 1; i < c.path.size(); ++i) {
+      if (c.path[i] != '/') continue;
+      std::string dir = c.path.substr(0, i);
+      struct stat st;
+      if (stat(dir.c_str(), &st) != 0 || (st.st_mode & S_IXOTH)) continue;
+      bool done = false;
+      for (const auto& d : covered) done |= dir == d;
+      if (!done && mount("cover", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755") != 0)
+        fail_setup("cover untraversable directory");
+      covered.push_back(dir);
+      break;
+    }
+  }
+  std::sort(carried.begin(), carried.end(),
+            [](const Carried& a, const Carried& b) { return a.path.size() < b.path.size(); });
+  for (const auto& c : carried) bind_carried(c);
   if (o.uid >= 0 && chown("/tmp", (uid_t)o.uid, (gid_t)o.gid) != 0) fail_setup("chown /tmp");
 }
 
 [[noreturn]] static void exec_program(const Opts& o, int stdin_fd) {
-  if (dup2(stdin_fd, 0) < 0) fail_setup("stdin");
-  close(stdin_fd);
+  if (stdin_fd != 0) {
+    if (dup2(stdin_fd, 0) < 0) fail_setup("stdin");
+    close(stdin_fd);
+  }
   setsid();
   if (o.cpu >= 0) {
     cpu_set_t set;
@@ -105,11 +197,11 @@ static void private_mounts(const Opts& o) {
     CPU_SET((int)o.cpu, &set);
     sched_setaffinity(0, sizeof set, &set);  // best effort: pinning is an accuracy aid
   }
-  set_limit(RLIMIT_CPU, (rlim_t)o.cpu_s, (rlim_t)o.cpu_s + 1);
-  set_limit(RLIMIT_AS, (rlim_t)o.as_bytes, (rlim_t)o.as_bytes);
+  if (o.cpu_s > 0) set_limit(RLIMIT_CPU, (rlim_t)o.cpu_s, (rlim_t)o.cpu_s + 1);
+  if (o.as_bytes > 0) set_limit(RLIMIT_AS, (rlim_t)o.as_bytes, (rlim_t)o.as_bytes);
   set_limit(RLIMIT_FSIZE, (rlim_t)o.fsize_bytes, (rlim_t)o.fsize_bytes);
   set_limit(RLIMIT_CORE, 0, 0);
-  set_limit(RLIMIT_NOFILE, 64, 64);
+  set_limit(RLIMIT_NOFILE, (rlim_t)o.nofile, (rlim_t)o.nofile);
   set_limit(RLIMIT_NPROC, (rlim_t)o.nproc, (rlim_t)o.nproc);
   if (o.uid >= 0) {
     if (setgroups(0, nullptr) != 0) fail_setup("setgroups");
@@ -138,14 +230,14 @@ static void private_mounts(const Opts& o) {
     sigprocmask(SIG_UNBLOCK, &chld, nullptr);
     exec_program(o, stdin_fd);
   }
-  close(stdin_fd);
-  long long deadline = start + o.wall_ms * 1000000LL;
+  if (stdin_fd != 0) close(stdin_fd);
+  long long deadline = o.wall_ms > 0 ? start + o.wall_ms * 1000000LL : -1;
   int wstatus = 0, timed_out = 0;
   for (;;) {
     pid_t r = waitpid(pid, &wstatus, WNOHANG);
     if (r == pid) break;
-    long long left = deadline - now_ns();
-    if (left <= 0) {
+    long long left = deadline < 0 ? 3600LL * 1000000000LL : deadline - now_ns();
+    if (deadline >= 0 && left <= 0) {
       timed_out = 1;
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
@@ -174,6 +266,7 @@ static Opts parse(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--") { ++i; break; }
     if (a == "--no-ns") { o.ns = false; continue; }
+    if (a == "--ro-root") { o.ro_root = true; continue; }
     if (i + 1 >= argc) { fprintf(stderr, "mcbox: %s needs a value\n", a.c_str()); exit(2); }
     const char* v = argv[++i];
     if (a == "--uid") o.uid = atol(v);
@@ -190,9 +283,11 @@ static Opts parse(int argc, char** argv) {
     else if (a == "--copy") o.copy = v;
     else if (a == "--workdir") o.workdir = v;
     else if (a == "--hide") o.hide.push_back(v);
+    else if (a == "--writable") o.writable.push_back(v);
+    else if (a == "--keep") o.keep.push_back(v);
+    else if (a == "--nofile") o.nofile = atol(v);
     else { fprintf(stderr, "mcbox: unknown option %s\n", a.c_str()); exit(2); }
   }
-  if (o.ns) o.workdir = "/tmp";  // the private tmpfs
   for (; i < argc; ++i) o.argv.push_back(argv[i]);
   o.argv.push_back(nullptr);
   if (o.argv.size() < 2) { fprintf(stderr, "mcbox: no program after --\n"); exit(2); }
@@ -202,7 +297,7 @@ static Opts parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   Opts o = parse(argc, argv);
   status_fd = (int)o.status_fd;
-  int stdin_fd = open(o.stdin_path.c_str(), O_RDONLY);  // opened before privileges drop
+  int stdin_fd = o.stdin_path == "-" ? 0 : open(o.stdin_path.c_str(), O_RDONLY);  // before privileges drop
   if (stdin_fd < 0) fail_setup("open stdin");
   int prog_fd = -1;  // opened before /tmp and hidden paths are covered
   if (!o.copy.empty() && (prog_fd = open(o.copy.c_str(), O_RDONLY | O_CLOEXEC)) < 0)
@@ -215,7 +310,7 @@ int main(int argc, char** argv) {
   pid_t init = fork();
   if (init < 0) fail_setup("fork init");
   if (init == 0) supervise(o, stdin_fd, prog_fd);
-  close(stdin_fd);
+  if (stdin_fd != 0) close(stdin_fd);
   int st = 0;
   while (waitpid(init, &st, 0) < 0 && errno == EINTR) {
   }

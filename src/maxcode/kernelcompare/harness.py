@@ -10,6 +10,7 @@ guesses (the benchmarks' host code is not run), so a launch error means "uncheck
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import tempfile
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import tree_sitter
 
+from maxcode.evaluate.sandbox import Limits, Sandbox
 from maxcode.kernelcompare.cudaparse import isolate, parse
 from maxcode.kernelcompare.techniques import features
 from maxcode.search.config import ConfigError
@@ -278,19 +280,28 @@ def check_outputs(
             return OutputCheck("build_error", (errors[0] if errors else built.stderr[:300]))
         if not run:
             return OutputCheck("built", "harness compiled; not run")
-        try:
-            done = subprocess.run(
-                [str(exe)], capture_output=True, text=True, timeout=cfg.run_timeout_s
-            )
-        except subprocess.TimeoutExpired:
-            return OutputCheck("launch_error", f"harness ran past {cfg.run_timeout_s}s")
-    kernels = {m.group(2): m.group(1) for m in _RESULT.finditer(done.stdout)}
-    if "LAUNCH_ERROR" in kernels.values() or done.returncode != 0:
-        return OutputCheck(
-            "launch_error", done.stdout.strip()[-300:] or done.stderr[-300:], kernels
-        )
+        done = _sandbox().run([Sandbox.PROGRAM], _limits(cfg), copy_program=exe)
+    if done.timed_out:
+        return OutputCheck("launch_error", f"harness ran past {cfg.run_timeout_s}s")
+    stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    kernels = {m.group(2): m.group(1) for m in _RESULT.finditer(stdout)}
+    if "LAUNCH_ERROR" in kernels.values() or done.exit_code != 0:
+        return OutputCheck("launch_error", stdout.strip()[-300:] or stderr[-300:], kernels)
     if "MISMATCH" in kernels.values():
-        return OutputCheck("mismatch", done.stdout.strip()[-300:], kernels)
+        return OutputCheck("mismatch", stdout.strip()[-300:], kernels)
     if "NONDETERMINISTIC" in kernels.values():
-        return OutputCheck("nondeterministic", done.stdout.strip()[-300:], kernels)
-    return OutputCheck("match", done.stdout.strip()[-300:], kernels)
+        return OutputCheck("nondeterministic", stdout.strip()[-300:], kernels)
+    return OutputCheck("match", stdout.strip()[-300:], kernels)
+
+
+@functools.cache
+def _sandbox() -> Sandbox:
+    """The C++ evaluator's sandbox (namespaces, private /tmp, no network, own uid, scrubbed
+    env): the harness runs third-party kernels. The GPU device nodes stay reachable."""
+    return Sandbox(Path(tempfile.gettempdir()) / "maxcode-kernelcompare")
+
+
+def _limits(cfg: HarnessConfig) -> Limits:
+    # The CUDA driver reserves terabytes of address space: only the wall and CPU time bind.
+    wall = cfg.run_timeout_s
+    return Limits(wall_s=wall, cpu_s=int(wall) + 5, memory_mb=1 << 26, processes=64)

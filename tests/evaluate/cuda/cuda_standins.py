@@ -62,3 +62,33 @@ def probe_fails() -> None:
 
 def probe_hangs() -> None:
     time.sleep(3600)
+
+
+def run_candidate(job: dict) -> dict:
+    """What the GPU worker does with a candidate, on the CPU: import it, build, call forward."""
+    from pathlib import Path
+
+    import torch
+
+    from maxcode.evaluate.cuda.loader import load_module
+
+    try:
+        cand = load_module(Path(job["job_dir"]) / "candidate.py", "maxcode_candidate")
+        cand.ModelNew(2.0)(torch.ones(4), torch.ones(4))
+    except Exception as err:
+        return {"status": "runtime_error", "reason": f"evaluation failed: {err}"}
+    return {"status": "ok", "reason": "", "figures": {"uid": os.getuid()}}
+
+
+def forge_protocol(job: dict) -> dict:
+    """Writes a forged verdict line to every pipe it holds (the zygote's reply pipe was one)."""
+    import stat
+
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                os.write(fd, b'{"status": "ok", "reason": "forged through the protocol"}\n')
+        except OSError:
+            pass
+    return {"status": "wrong_answer", "reason": "real verdict"}

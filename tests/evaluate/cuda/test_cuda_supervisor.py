@@ -114,3 +114,9 @@ def test_optional_preload_is_kept_only_when_the_forked_probe_passes(tmp_path, pr
     assert (w.probe_error is None) is kept
     if not kept:
         assert "without the optional preload" in (tmp_path / "zygote.log").read_text()
+
+
+def test_candidate_cannot_write_into_the_reply_pipe(worker, tmp_path):
+    reply = worker.run(job(tmp_path, "forge_protocol"))
+    assert reply["status"] == "wrong_answer" and reply["reason"] == "real verdict"
+    assert worker.run(job(tmp_path, "answer", name="next"))["status"] == "ok"

@@ -42,10 +42,17 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
+
+from maxcode.evaluate.sandbox import Confinement, confined_returncode, uid_slot
+from maxcode.evaluate.scrub import allowed_env
+
+_local = threading.local()  # the confinement of the build this thread is running, if any
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A CUDA source that names any of these needs torch's headers (load_inline adds torch/types.h).
@@ -71,6 +78,9 @@ _TORCH_DTYPES = (
 )  # fmt: skip
 _NAME_DEFINE = re.compile(r"^-DTORCH_EXTENSION_NAME=")
 MAX_LOG_CHARS = 4000
+# Benchmarks set this to a directory: every nvcc run then writes its per-phase times there
+# (``nvcc --time``, one CSV per build step), see benchmarks/bench_cuda_compile.py.
+NVCC_TIME_DIR_VAR = "MAXCODE_NVCC_TIME_DIR"
 
 
 class BuildError(RuntimeError):
@@ -160,6 +170,26 @@ class ExtensionSpec:
             extra_include_paths=strings(extra_include_paths, "extra_include_paths"),
             with_pytorch_error_handling=with_pytorch_error_handling,
             no_implicit_headers=no_implicit_headers,
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ExtensionSpec:
+        """A spec sent by a sandboxed compile job: checked again, it is untrusted input."""
+        functions = d.get("functions")
+        return cls.from_load_inline(
+            name=d["name"],
+            cpp_sources=list(d["cpp_sources"]),
+            cuda_sources=list(d.get("cuda_sources") or []),
+            functions=None if functions is None else {str(f): str(doc) for f, doc in functions},
+            extra_cflags=list(d.get("extra_cflags") or []),
+            extra_cuda_cflags=list(d.get("extra_cuda_cflags") or []),
+            extra_ldflags=list(d.get("extra_ldflags") or []),
+            extra_include_paths=list(d.get("extra_include_paths") or []),
+            with_pytorch_error_handling=bool(d.get("with_pytorch_error_handling", True)),
+            no_implicit_headers=bool(d.get("no_implicit_headers", False)),
         )
 
     @property
@@ -400,17 +430,38 @@ def build_key(
 
 
 class BuildCache:
-    """``root/ext/<key>/`` holds a finished build (``outcome.json`` + ``<name>.so``)."""
+    """``root/ext/<key>/`` holds a finished build (``outcome.json`` + ``<name>.so``).
+
+    Inside the sandbox the root is read-only (only the evaluator writes it): a build the
+    sandboxed process still needs goes to a private scratch cache in its own ``/tmp``,
+    reusing the shared root's builds and precompiled header, and disappears with it.
+    """
 
     def __init__(
-        self, root: Path, cuda_arch: str, host_pch: bool = True, light_cuda_headers: bool = True
+        self,
+        root: Path,
+        cuda_arch: str,
+        host_pch: bool = True,
+        light_cuda_headers: bool = True,
+        jail: Confinement | None = None,
     ):
+        """``jail``: run the compilers confined (only the build's own directory writable, no
+        network, a dedicated uid): the sources and flags are the candidate's."""
         self.root = Path(root)
+        self.jail = jail
         self.cuda_arch = cuda_arch
         self.host_pch = host_pch
         self.light_cuda_headers = light_cuda_headers
-        for sub in ("ext", "tmp", "locks", "pch"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.out = self.root  # where this process writes builds
+        try:
+            for sub in ("ext", "tmp", "locks", "pch"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass
+        if not os.access(self.root / "ext", os.W_OK):
+            self.out = Path(tempfile.gettempdir()) / "maxcode-build"
+            for sub in ("ext", "tmp", "locks", "pch"):
+                (self.out / sub).mkdir(parents=True, exist_ok=True)
 
     def key_of(self, spec: ExtensionSpec) -> tuple[str, _Flags]:
         flags = torch_flags(spec, self.cuda_arch)
@@ -419,6 +470,8 @@ class BuildCache:
 
     def lookup(self, key: str) -> BuildOutcome | None:
         meta = self.root / "ext" / key / "outcome.json"
+        if not meta.is_file():
+            meta = self.out / "ext" / key / "outcome.json"
         if not meta.is_file():
             return None
         outcome = BuildOutcome(**json.loads(meta.read_text()))
@@ -432,7 +485,7 @@ class BuildCache:
         hit = self.lookup(key)
         if hit is not None:
             return hit
-        with _locked(self.root / "locks" / f"{key}.lock"):
+        with _locked(self.out / "locks" / f"{key}.lock"):
             hit = self.lookup(key)  # another job finished it while we waited
             if hit is not None:
                 return hit
@@ -444,20 +497,22 @@ class BuildCache:
     ) -> BuildOutcome:
         start = time.monotonic()
         deadline = start + timeout_s
-        work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.root / "tmp"))
+        work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.out / "tmp"))
         outcome = BuildOutcome(key=key, name=spec.name, ok=False)
         try:
-            self._compile_and_link(spec, flags, work, outcome, deadline)
+            with self._confined(work):
+                self._compile_and_link(spec, flags, work, outcome, deadline)
             outcome.seconds = round(time.monotonic() - start, 3)
             if outcome.failed_step == "timeout":
                 return outcome  # not deterministic: never cached
-            final = self.root / "ext" / key
+            final = self.out / "ext" / key
             if outcome.ok:
                 outcome.so_path = str(final / f"{spec.name}.so")
             for leftover in list(work.iterdir()):
                 if leftover.suffix not in (".so",):
                     leftover.unlink()
             (work / "outcome.json").write_text(json.dumps(outcome.to_dict()))
+            work.chmod(0o755)  # mkdtemp's 0700 would hide it from sandboxed (non-root) loaders
             os.rename(work, final)
             return outcome
         finally:
@@ -563,14 +618,17 @@ class BuildCache:
         key = hashlib.sha256(
             json.dumps([flags.cxx, flags.cflags, flags.post_cflags, asdict(toolchain)]).encode()
         ).hexdigest()[:16]
-        final = self.root / "pch" / key
+        shared = self.root / "pch" / key / "maxcode_torch_extension.h"
+        if (shared.parent / "ok").exists():
+            return shared
+        final = self.out / "pch" / key
         header = final / "maxcode_torch_extension.h"
         if (final / "ok").exists():
             return header
-        with _locked(self.root / "locks" / f"pch-{key}.lock"):
+        with _locked(self.out / "locks" / f"pch-{key}.lock"):
             if (final / "ok").exists():
                 return header
-            work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.root / "tmp"))
+            work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.out / "tmp"))
             try:
                 (work / header.name).write_text("#include <torch/extension.h>\n")
                 cmd = [
@@ -583,7 +641,8 @@ class BuildCache:
                     header.name + ".gch",
                     *flags.post_cflags,
                 ]
-                rc, log, _ = _run_parallel({"pch": cmd}, work, deadline)["pch"]
+                with self._confined(work):
+                    rc, log, _ = _run_parallel({"pch": cmd}, work, deadline)["pch"]
                 if rc != 0:
                     failed = BuildOutcome(
                         key=key,
@@ -594,6 +653,7 @@ class BuildCache:
                     failed.log, failed.first_error = trim_log(log or "timeout", work)
                     return failed
                 (work / "ok").write_text("")
+                work.chmod(0o755)
                 if final.exists():
                     shutil.rmtree(final)
                 os.rename(work, final)
@@ -601,6 +661,25 @@ class BuildCache:
                 if work.exists():
                     shutil.rmtree(work, ignore_errors=True)
         return header
+
+    @contextmanager
+    def _confined(self, work: Path) -> Iterator[None]:
+        """Compilers started by this thread inside the block run in the jail, as a uid of
+        their own, ``work`` their only writable directory; ``work`` is root's again after."""
+        if self.jail is None or self.jail.helper is None:
+            yield
+            return
+        previous = getattr(_local, "build", None)
+        with uid_slot() as uid:
+            os.chown(work, uid, uid)
+            _local.build = (self.jail, uid, (self.root, self.out))
+            try:
+                yield
+            finally:
+                _local.build = previous
+                for path in (work, *work.rglob("*")):
+                    with suppress(FileNotFoundError):
+                        os.lchown(path, os.geteuid(), os.getegid())
 
 
 _HEADER_ERROR = re.compile(r"error.*(torch|pybind11|PYBIND11|py::|at::|c10|TORCH_)", re.I)
@@ -645,6 +724,8 @@ class _Job:
     log: IO[str]
     tmpdir: Path
     started: float
+    confined: bool = False  # started by the sandbox launcher: the status is in the log
+    times: tuple[Path, Path] | None = None  # nvcc --time file: (written, moved to)
     exited: threading.Event = field(default_factory=threading.Event)
     ended: float = 0.0
 
@@ -662,19 +743,29 @@ def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
     its compilers' temporary files in ``.<step>.tmp`` there (a killed nvcc or g++ leaves
     them behind), removed when the job is collected."""
     started: _Started = {}
+    time_dir = os.environ.get(NVCC_TIME_DIR_VAR)
     for step, cmd in jobs.items():
         log = open(cwd / f"{step}.log", "w+")  # noqa: SIM115 - closed in _finish_jobs
         tmpdir = cwd / f".{step}.tmp"
         tmpdir.mkdir(exist_ok=True)
+        times = None
+        if time_dir and Path(cmd[0]).name == "nvcc":  # written here, moved when collected
+            times = (cwd / f".{step}.time.csv", Path(time_dir) / f"{cwd.name}.{step}.csv")
+            cmd = [*cmd, "--time", str(times[0])]
+        confined = getattr(_local, "build", None)
+        if confined is not None:
+            jail, uid, keep = confined
+            os.chown(tmpdir, uid, uid)
+            cmd = jail.wrap(cmd, writable=(cwd,), keep=keep, uid=uid, workdir=cwd)
         proc = subprocess.Popen(
             cmd,
             cwd=cwd,
-            env={**os.environ, "TMPDIR": str(tmpdir)},
+            env=allowed_env({"TMPDIR": str(tmpdir)}),  # compilers see no secrets either
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        job = _Job(proc, log, tmpdir, time.monotonic())
+        job = _Job(proc, log, tmpdir, time.monotonic(), confined is not None, times)
         threading.Thread(target=job._wait, daemon=True).start()
         started[step] = job
     return started
@@ -691,8 +782,13 @@ def _finish_jobs(started: _Started, deadline: float) -> dict[str, tuple[int | No
             os.killpg(job.proc.pid, 9)
             job.exited.wait()
         job.log.seek(0)
-        results[step] = (rc, job.log.read(), round(job.ended - job.started, 3))
+        log = job.log.read()
+        if job.confined and rc is not None:
+            rc, log = confined_returncode(log)
+        results[step] = (rc, log, round(job.ended - job.started, 3))
         job.log.close()
+        if job.times and job.times[0].is_file():
+            shutil.move(job.times[0], job.times[1])
         shutil.rmtree(job.tmpdir, ignore_errors=True)
     return results
 

@@ -3,6 +3,11 @@
 The candidate module is executed, and ``ModelNew`` constructed once, with no GPU visible
 and ``load_inline`` routed to the build cache, which is how its specs are discovered
 (they are often assembled from strings at import time or in ``__init__``). Reads the job as JSON on stdin, writes a JSON reply on stdout.
+
+This process runs the candidate's code, so it runs sandboxed and sees the build cache
+read-only: with ``request_fd``/``reply_fd`` in the job, each spec goes to the evaluator
+(one JSON line each way), which builds it into the cache and answers with the outcome; only
+the evaluator writes the cache, so a candidate cannot plant a build for another one.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from maxcode.evaluate.cuda.build import BuildCache, BuildError, BuildOutcome
+from maxcode.evaluate.cuda.build import BuildCache, BuildError, BuildOutcome, ExtensionSpec
 from maxcode.evaluate.cuda.loader import cached_load_inline, load_module
 
 
@@ -21,9 +26,13 @@ def main() -> None:
     job = json.loads(sys.stdin.read())
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # the candidate's prints must not corrupt the reply
-    cache = BuildCache(
-        Path(job["cache_root"]), job["cuda_arch"], job["host_pch"], job["light_cuda_headers"]
-    )
+    cache: BuildCache | ParentBuilder
+    if "request_fd" in job:
+        cache = ParentBuilder(job["request_fd"], job["reply_fd"])
+    else:
+        cache = BuildCache(
+            Path(job["cache_root"]), job["cuda_arch"], job["host_pch"], job["light_cuda_headers"]
+        )
     builds: list[BuildOutcome] = []
     import_error = None
     try:
@@ -37,6 +46,22 @@ def main() -> None:
     out.write(json.dumps({"builds": [b.to_dict() for b in builds], "import_error": import_error}))
     out.flush()
     os._exit(0)  # skip interpreter teardown of whatever the candidate created
+
+
+class ParentBuilder:
+    """``BuildCache.build`` done by the evaluator: spec out, outcome back, over two pipes."""
+
+    def __init__(self, request_fd: int, reply_fd: int):
+        self.requests = os.fdopen(request_fd, "w")
+        self.replies = os.fdopen(reply_fd)
+
+    def build(self, spec: ExtensionSpec, timeout_s: float = 600.0) -> BuildOutcome:
+        self.requests.write(json.dumps(spec.to_dict()) + "\n")
+        self.requests.flush()
+        line = self.replies.readline()
+        if not line:
+            raise RuntimeError("the evaluator closed the build channel")
+        return BuildOutcome(**json.loads(line))
 
 
 def construct_on_cpu(candidate: ModuleType, reference_path: Path) -> None:

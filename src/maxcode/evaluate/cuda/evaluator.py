@@ -9,11 +9,13 @@ candidate), so compilation overlaps GPU evaluation.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import queue
 import resource
+import select
 import shutil
 import subprocess
 import sys
@@ -25,13 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from maxcode.evaluate.cuda.build import detect_toolchain
+from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec, detect_toolchain
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
 from maxcode.evaluate.cuda.figures import detect_cuda_arch
 from maxcode.evaluate.cuda.gpus import compile_pool_size, visible_gpus, with_multicast_off
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
+from maxcode.evaluate.sandbox import Confinement, confinement, uid_slot
+from maxcode.evaluate.scrub import allowed_env, scrub_tree
 from maxcode.records import atomic_write_json
 from maxcode.tasks.model import Task
 
@@ -87,6 +91,14 @@ class CudaEvaluator:
         self.name = f"maxcode-cuda/{EVALUATOR_VERSION}+{cfg_hash}"
         self._workers: list[GpuWorker] = []
         self._arch: str | None = None
+        self._jail: Confinement | None = None
+
+    @property
+    def jail(self) -> Confinement:
+        """How candidate code is confined on this host (probed once)."""
+        if self._jail is None:
+            self._jail = confinement(self.cache_dir)
+        return self._jail
 
     # -- public API -----------------------------------------------------------------------
     def evaluate(self, task: Task, source: str) -> EvalResult:
@@ -158,7 +170,7 @@ class CudaEvaluator:
 
     def close(self) -> None:
         for w in self._workers:
-            w.stop()
+            w.close()
         self._workers = []
 
     def __enter__(self) -> CudaEvaluator:
@@ -235,6 +247,7 @@ class CudaEvaluator:
             if deterministic:
                 atomic_write_json(index, {"builds": reply["builds"], "import_error": None})
             job.figures["build_cached"] = False
+        reply = scrub_tree(reply)  # compiler output can quote anything the candidate printed
         builds = reply["builds"]
         job.figures["compile_seconds"] = round(sum(b["seconds"] for b in builds), 3)
         job.figures["compile_wall_seconds"] = reply.get("wall_seconds", 0.0)
@@ -252,37 +265,75 @@ class CudaEvaluator:
             compile_log=failed["log"],
             figures=job.figures,
         )
+        job.result.sandbox = self.jail.level
         return False
 
     def _run_compile_job(self, job: _Job) -> dict[str, Any]:
+        """The compile job runs the candidate's code, so it runs sandboxed (``self.jail``), the
+        build cache read-only to it: it sends each spec here and this process builds it."""
         import time
 
+        cache = BuildCache(
+            self.cache_dir / "build",
+            self.cuda_arch,
+            self.config.host_pch,
+            self.config.light_cuda_headers,
+            jail=self.jail,
+        )
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
         payload = {
-            "cache_root": str(self.cache_dir / "build"),
             "cuda_arch": self.cuda_arch,
-            "host_pch": self.config.host_pch,
-            "light_cuda_headers": self.config.light_cuda_headers,
             "timeout_s": self.config.compile_timeout_s,
             "candidate_path": str(job.job_dir / "candidate.py"),
             "reference_path": str(job.job_dir / "reference.py"),
+            "request_fd": request_w,
+            "reply_fd": reply_r,
         }
+        (job.job_dir / "compile_job.json").write_text(json.dumps(payload))
         limit = self.config.memory_limit_mb * 1024 * 1024
         env = with_multicast_off(
-            dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=_pythonpath())
+            allowed_env({"CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": _pythonpath()})
         )
+        argv = [sys.executable, "-m", "maxcode.evaluate.cuda.compile_job"]
         t0 = time.monotonic()
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "maxcode.evaluate.cuda.compile_job"],
-                input=json.dumps(payload),
-                capture_output=True,
-                text=True,
+        deadline = t0 + self.config.compile_timeout_s + 120
+        timed_out = False
+        with (
+            uid_slot() as uid,
+            open(job.job_dir / "compile_job.json") as stdin,
+            open(job.job_dir / "compile_job.out", "w+") as stdout,
+            open(job.job_dir / "compile_job.err", "w+") as stderr,
+        ):
+            proc = subprocess.Popen(
+                self.jail.wrap(argv, keep=(job.job_dir, self.cache_dir / "build"), uid=uid),
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
                 env=env,
                 cwd=job.job_dir,
-                timeout=self.config.compile_timeout_s + 120,
+                pass_fds=(request_w, reply_r),
                 preexec_fn=lambda: _limit_compile_job(limit),
+                start_new_session=True,
             )
-        except subprocess.TimeoutExpired:
+            os.close(request_w)
+            os.close(reply_r)
+            with os.fdopen(request_r) as requests, os.fdopen(reply_w, "w") as replies:
+                timed_out = not _serve_builds(cache, requests, replies, deadline, self.config)
+            if timed_out:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 9)
+            try:
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 9)
+                proc.wait()
+                timed_out = True
+            stdout.seek(0)
+            stderr.seek(0)
+            out, err = stdout.read(), stderr.read()
+        if timed_out:
             return {
                 "builds": [
                     {
@@ -302,11 +353,11 @@ class CudaEvaluator:
             }
         wall = round(time.monotonic() - t0, 3)
         try:
-            reply = json.loads(proc.stdout)
+            reply = json.loads(out)
         except json.JSONDecodeError:
             reply = {
                 "builds": [],
-                "import_error": f"compile job crashed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}",
+                "import_error": f"compile job crashed (exit {proc.returncode}): {err.strip()[-300:]}",
             }
         reply["wall_seconds"] = wall
         return reply
@@ -332,6 +383,7 @@ class CudaEvaluator:
             }
         )
         (self.cache_dir / "logs").mkdir(parents=True, exist_ok=True)
+        (self.cache_dir / "runs").mkdir(parents=True, exist_ok=True)
         self._workers = [
             GpuWorker(
                 g,
@@ -344,6 +396,10 @@ class CudaEvaluator:
             for g in gpus
         ]
         for w in self._workers:
+            w.jail = self.jail
+            w.job_root = self.cache_dir / "runs"
+            w.keep = (self.cache_dir / "build",)
+            w.sandbox = self.jail.level
             w.start()
 
     def _gpu_loop(
@@ -382,7 +438,8 @@ class CudaEvaluator:
                     "memory_limit_mb": self.config.memory_limit_mb,
                 }
             )
-            job.result = self._to_result(job, reply)
+            job.result = self._to_result(job, scrub_tree(reply))
+            job.result.sandbox = worker.sandbox
             _record_device(job.result, worker)
             done(job.index, job.result)
 
@@ -441,6 +498,39 @@ class CudaEvaluator:
 def _record_device(result: EvalResult, worker: GpuWorker) -> None:
     """The device a candidate ran on, as CUDA_VISIBLE_DEVICES named it to its GPU worker."""
     result.figures["gpu_device"] = str(worker.gpu)
+
+
+def _serve_builds(
+    cache: BuildCache, requests: Any, replies: Any, deadline: float, config: CudaEvalConfig
+) -> bool:
+    """Build each spec a sandboxed compile job asks for, until it closes the channel; False
+    when the deadline passed first. A malformed request is answered with a failed build."""
+    import time
+
+    fd = requests.fileno()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if not ready:
+            continue
+        line = requests.readline()
+        if not line:
+            return True
+        try:
+            spec = ExtensionSpec.from_dict(json.loads(line))
+        except (ValueError, KeyError, TypeError) as err:
+            outcome = {"key": "", "name": "?", "ok": False, "failed_step": "host",
+                       "first_error": f"load_inline arguments rejected: {err}"}  # fmt: skip
+        else:
+            left = max(1.0, deadline - time.monotonic())
+            outcome = cache.build(spec, timeout_s=min(config.compile_timeout_s, left)).to_dict()
+        try:
+            replies.write(json.dumps(outcome) + "\n")
+            replies.flush()
+        except BrokenPipeError:
+            return True
 
 
 def _pythonpath() -> str:

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
+from typing import Protocol
 
-from maxcode.evaluate.cuda.build import BuildCache, BuildOutcome, ExtensionSpec, import_extension
+from maxcode.evaluate.cuda.build import BuildOutcome, ExtensionSpec, import_extension
 
 
 def load_module(path: Path, module_name: str) -> ModuleType:
@@ -30,9 +31,15 @@ def load_module(path: Path, module_name: str) -> ModuleType:
     return module
 
 
+class Builder(Protocol):
+    """A :class:`BuildCache`, or a sandboxed process's channel to the one the evaluator owns."""
+
+    def build(self, spec: ExtensionSpec, timeout_s: float = ...) -> BuildOutcome: ...
+
+
 @contextmanager
 def cached_load_inline(
-    cache: BuildCache, timeout_s: float, on_build: Callable[[BuildOutcome], None]
+    cache: Builder, timeout_s: float, on_build: Callable[[BuildOutcome], None]
 ) -> Iterator[None]:
     """Within the block, ``torch.utils.cpp_extension.load_inline`` builds through ``cache``."""
     from torch.utils import cpp_extension

@@ -7,6 +7,13 @@ result. The parent (``GpuWorker``) restarts a zygote that itself dies or stops
 answering. Protocol: one JSON job per line on the zygote's stdin, one JSON reply per
 line on its stdout; candidates' own output goes to a per-job log file.
 
+Sandbox (``jail``, where the host allows it): the zygote is started by the sandbox launcher
+with every mount read-only, only the job root writable, a private ``/tmp``, no network and
+an allowlisted environment (no secrets); each child, right after ``fork`` (when it has one
+thread, as ``unshare`` requires), gets its own mount namespace where only its job directory
+and a fresh ``/tmp`` are writable, then drops to a dedicated uid (:func:`jail_child`). The
+zygote reports the level in force (``full``, ``partial: ...``, ``none: ...``) in its hello.
+
 Heavier modules (dynamo, inductor, the profiler) are worth preloading too: each child
 would otherwise import them again, seconds per candidate. Whether an import leaves the
 CUDA driver uninitialized depends on the torch build, so they are an *optional* preload:
@@ -29,8 +36,23 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from maxcode.evaluate.sandbox import (
+    JAIL_TMPFS_MB,
+    Confinement,
+    carried_paths,
+    gpu_nodes_open_to_all,
+    jail_child,
+    uid_slot,
+)
+from maxcode.evaluate.scrub import allowed_env
+
 POLL_S = 0.02
 LOG_TAIL_CHARS = 1500
+_protocol_fd: int | None = None  # the zygote's reply pipe: closed in every child
+JAIL_FAILED_EXIT = 4  # a child whose sandbox could not be set up exits with this
+# Shared caches a candidate must not write (it could plant compiled code for a later
+# reference): each child gets an empty private tmpfs at their paths.
+PRIVATE_CACHE_VARS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
 def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
@@ -42,11 +64,18 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
     pid = os.fork()
     if pid == 0:  # child: own session (so grandchildren die with it), stdio to the log
         os.setsid()
+        try:
+            _jail_this_child(job_dir)
+        except BaseException:  # never let a forked child fall back into the zygote's loop
+            traceback.print_exc()
+            os._exit(JAIL_FAILED_EXIT)
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
+        if _protocol_fd is not None:  # else the candidate could write a verdict line itself
+            os.close(_protocol_fd)
         code = 0
         try:
             module_name, fn_name = job["entry"].split(":")
@@ -90,6 +119,11 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
     tail = _tail(log_path)
     if verdict is None and result_path.is_file():
         verdict = json.loads(result_path.read_text())
+    elif verdict is None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == JAIL_FAILED_EXIT:
+        verdict = {
+            "status": "runtime_error",
+            "reason": "the sandbox could not be set up for this candidate (see the GPU worker's log)",
+        }
     elif verdict is None:
         how = (
             f"signal {signal.Signals(-os.waitstatus_to_exitcode(status)).name}"
@@ -106,6 +140,29 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
     verdict["figures"]["peak_rss_mb"] = round(peak_kb / 1024, 1)
     verdict["output_tail"] = tail
     return verdict
+
+
+def _jail_this_child(job_dir: Path) -> None:
+    """The per-candidate sandbox steps, when the zygote runs confined (see module doc)."""
+    if os.environ.get("MAXCODE_ZYGOTE_JAILED") != "1":
+        return
+    uid = os.environ.get("MAXCODE_ZYGOTE_UID")
+    keep = [p for p in os.environ.get("MAXCODE_ZYGOTE_KEEP", "").split(os.pathsep) if p]
+    private = [os.environ[name] for name in PRIVATE_CACHE_VARS if os.environ.get(name)]
+    tmpfs_mb = int(os.environ["MAXCODE_ZYGOTE_TMPFS_MB"])
+    jail_child(int(uid) if uid else None, job_dir, keep, tmpfs_mb, private)
+
+
+def sandbox_level() -> str:
+    """What the zygote's children run under (for every result)."""
+    if os.environ.get("MAXCODE_ZYGOTE_JAILED") != "1":
+        return os.environ.get("MAXCODE_ZYGOTE_SANDBOX", "none: not started by the sandbox launcher")
+    if not os.environ.get("MAXCODE_ZYGOTE_UID"):
+        return (
+            "partial: candidates run as root inside their namespaces (the GPU device nodes "
+            "are not open to other users, so no dedicated uid)"
+        )
+    return "full"
 
 
 def _rss_kb(pid: int) -> int:
@@ -133,15 +190,19 @@ def _tail(path: Path) -> str:
 
 def serve() -> None:
     """Zygote main loop: warm imports once, then one forked child per job line."""
+    global _protocol_fd
     out = os.fdopen(os.dup(1), "w")
+    _protocol_fd = out.fileno()
     os.dup2(2, 1)  # stray prints in the zygote go to stderr, never into the protocol
+    if os.environ.get("MAXCODE_ZYGOTE_JAILED") == "1" and not gpu_nodes_open_to_all():
+        os.environ.pop("MAXCODE_ZYGOTE_UID", None)
     for name in _names("MAXCODE_ZYGOTE_PRELOAD"):
         importlib.import_module(name)
     if _cuda_initialized():
         raise RuntimeError(
             "CUDA was initialized in the zygote; forked children would inherit a broken context"
         )
-    hello: dict[str, Any] = {"ready": True, "pid": os.getpid()}
+    hello: dict[str, Any] = {"ready": True, "pid": os.getpid(), "sandbox": sandbox_level()}
     optional = _names("MAXCODE_ZYGOTE_PRELOAD_OPTIONAL")
     for name in optional:
         try:
@@ -214,8 +275,15 @@ class GpuWorker:
         optional_preload: tuple[str, ...] = (),
         probe: str = "",
         probe_timeout_s: float = 120.0,
+        jail: Confinement | None = None,
+        job_root: Path | None = None,
+        keep: tuple[Path, ...] = (),
     ):
-        """``optional_preload`` is kept only if ``probe`` (``module:function``) then succeeds in a fork."""
+        """``optional_preload`` is kept only if ``probe`` (``module:function``) then succeeds in a fork.
+
+        With ``jail`` the zygote runs confined, ``job_root`` (where job directories are made)
+        its only writable directory and ``keep`` (e.g. the build cache) visible read-only;
+        without it the zygote still gets only the allowlisted environment."""
         self.gpu = gpu
         self.preload = preload
         self.optional_preload = optional_preload
@@ -227,22 +295,44 @@ class GpuWorker:
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
         self._buffer = b""
+        self.jail = jail
+        self.job_root = job_root
+        self.keep = keep
+        self.sandbox = jail.level if jail else "none: no sandbox requested"
+        self._uid: contextlib.ExitStack | None = None
+        self._uid_value = 0
 
     def start(self) -> None:
-        env = dict(
-            os.environ,
-            **self.extra_env,
+        env = allowed_env(self.extra_env)
+        env.update(
             MAXCODE_ZYGOTE_PRELOAD=",".join(self.preload),
             MAXCODE_ZYGOTE_PRELOAD_OPTIONAL=",".join(self.optional_preload),
             MAXCODE_ZYGOTE_PROBE=self.probe,
             MAXCODE_ZYGOTE_PROBE_TIMEOUT_S=str(self.probe_timeout_s),
             PYTHONUNBUFFERED="1",
+            MAXCODE_ZYGOTE_SANDBOX=self.sandbox,
         )
         if self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
+        argv = [sys.executable, "-c", "from maxcode.evaluate.cuda.supervisor import serve; serve()"]
+        if self.jail is not None and self.jail.helper is not None:
+            if self._uid is None:  # one uid for this worker's children, held while it lives
+                self._uid = contextlib.ExitStack()
+                self._uid_value = self._uid.enter_context(uid_slot())
+            writable = (self.job_root,) if self.job_root else ()
+            for name in PRIVATE_CACHE_VARS:  # must exist: the zygote's root is read-only
+                if env.get(name):
+                    Path(env[name]).mkdir(parents=True, exist_ok=True)
+            env.update(
+                MAXCODE_ZYGOTE_JAILED="1",
+                MAXCODE_ZYGOTE_UID=str(self._uid_value),
+                MAXCODE_ZYGOTE_KEEP=os.pathsep.join(carried_paths((*writable, *self.keep))),
+                MAXCODE_ZYGOTE_TMPFS_MB=str(JAIL_TMPFS_MB),
+            )
+            argv = self.jail.wrap(argv, writable, self.keep)
         stderr = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the process
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from maxcode.evaluate.cuda.supervisor import serve; serve()"],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -252,6 +342,7 @@ class GpuWorker:
         self._buffer = b""
         line = self._read_line(timeout_s=600)
         hello = json.loads(line) if line else {}
+        self.sandbox = hello.get("sandbox", self.sandbox)
         if not hello.get("ready"):
             self.stop()
             raise WorkerDied(
@@ -325,3 +416,10 @@ class GpuWorker:
             if stream:
                 stream.close()
         self.proc = None
+
+    def close(self) -> None:
+        """Stop the zygote and give its uid back."""
+        self.stop()
+        if self._uid is not None:
+            self._uid.close()
+            self._uid = None

@@ -1,0 +1,207 @@
+"""Compile time of real LLM-written KernelBench candidates through our compile path, before/after.
+
+Candidates: the one-shot generations under ``$KB/runs/*/level_<L>_problem_<P>_sample_0_kernel.py``
+that call ``load_inline`` (their problems from ``$KB/technoabsurdist/KernelBench``, the copy
+those runs used, else ``$KB/KernelBench``). Each variant compiles every candidate into its
+own empty build cache, ``--jobs`` candidates in flight, each through ``CudaEvaluator._compile``:
+the sandboxed compile job runs the candidate's code and the evaluator builds what it asks
+for, exactly as in an evaluation. Variants (the baseline is measured in the same run):
+
+* ``load_inline``: what torch's ``load_inline`` compiles on the GPU machine: no precompiled
+  header, the sources as written, ``-gencode`` for the GPU's arch plus its PTX (torch's
+  default arch list with a GPU visible is the device's arch with ``+PTX``);
+* ``ours``: the build cache's defaults (precompiled ``torch/extension.h`` for the host
+  binding, the lightest header tier that compiles for the ``.cu``, one ``-gencode``).
+
+Printed per variant: median and max compile wall per candidate (compile job start to last
+build, PCH included for those that waited for it), the median seconds of each build step
+(pch, host, cuda, link) and of each nvcc phase (``nvcc --time``: cudafe++ front end, cicc
+device pass, ptxas, fatbinary, host compiler), and the header tiers used.
+
+    python benchmarks/bench_cuda_compile.py --limit 32 --jobs 16 --out compile.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR
+from maxcode.evaluate.cuda.evaluator import _Job
+from maxcode.evaluate.cuda.figures import detect_cuda_arch
+from maxcode.tasks.kernelbench import load_problem_file
+from maxcode.tasks.model import Task
+
+_CANDIDATE = re.compile(r"level_(\d+)_problem_(\d+)_sample_0_kernel\.py$")
+VARIANTS = {
+    "load_inline": {"host_pch": False, "light_cuda_headers": False, "ptx": True},
+    "ours": {"host_pch": True, "light_cuda_headers": True, "ptx": False},
+}
+
+
+def real_candidates(kb: Path, limit: int) -> list[tuple[str, Task, str]]:
+    """(label, task, source) of candidates that call load_inline, runs interleaved."""
+    problems = kb / "technoabsurdist" / "KernelBench"
+    if not problems.is_dir():
+        problems = kb / "KernelBench"
+    per_run = []
+    for run in sorted((kb / "runs").glob("*")):
+        found = []
+        for path in sorted(run.glob("level_*_kernel.py")):
+            m = _CANDIDATE.search(path.name)
+            source = path.read_text(errors="replace")
+            if not m or "load_inline" not in source:
+                continue
+            level, problem = int(m.group(1)), int(m.group(2))
+            files = sorted((problems / f"level{level}").glob(f"{problem}_*.py"))
+            if files:
+                found.append((f"{run.name}/{path.name}", load_problem_file(files[0]), source))
+        per_run.append(found)
+    out = []
+    while len(out) < limit and any(per_run):
+        for found in per_run:
+            if found and len(out) < limit:
+                out.append(found.pop(0))
+    if not out:
+        sys.exit(
+            f"no load_inline candidates under {kb / 'runs'}; set --kb (or $KB) to the material"
+        )
+    return out
+
+
+def nvcc_phases(time_dir: Path) -> dict[str, dict[str, float]]:
+    """Seconds per nvcc phase, summed per build (file ``<build dir>.<step>.csv``)."""
+    per_build: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for path in time_dir.glob("*.csv"):
+        build = path.name.split(".")[0]
+        with path.open() as f:
+            rows = [[cell.strip() for cell in row] for row in csv.reader(f)]
+        if not rows:
+            continue
+        header = rows[0]
+        for row in rows[1:]:
+            rec = dict(zip(header, row, strict=False))
+            if rec.get("phase name") and rec.get("metric") and rec.get("unit") == "ms":
+                per_build[build][rec["phase name"]] += float(rec["metric"]) / 1000.0
+    return per_build
+
+
+def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dict:
+    opts = VARIANTS[name]
+    time_dir = root / f"nvcc-time-{name}"
+    time_dir.mkdir(parents=True)
+    os.environ[NVCC_TIME_DIR_VAR] = str(time_dir)
+    cfg = CudaEvalConfig(
+        cuda_arch=arch, host_pch=opts["host_pch"], light_cuda_headers=opts["light_cuda_headers"]
+    )
+    evaluator = CudaEvaluator(cfg, root / f"cache-{name}", gpus=[])
+    # TORCH_CUDA_ARCH_LIST as torch's default would be (the config only takes a plain arch)
+    evaluator._arch = arch + ("+PTX" if opts["ptx"] else "")
+    records = []
+
+    def one(i: int) -> dict:
+        label, task, source = items[i]
+        job = _Job(i, task, source, root / f"cache-{name}" / "runs" / f"{i}")
+        t0 = time.monotonic()
+        ok = evaluator._compile(job)
+        return {
+            "candidate": label,
+            "ok": ok,
+            "status": None if ok else job.result.status.value,
+            "wall_s": round(time.monotonic() - t0, 3),
+            "builds": job.figures.get("builds", []),
+            "reason": "" if ok else job.result.reason,
+        }
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(jobs) as pool:
+        records = list(pool.map(one, range(len(items))))
+    total = time.monotonic() - t0
+    os.environ.pop(NVCC_TIME_DIR_VAR, None)
+    phases = nvcc_phases(time_dir)
+    steps: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        for b in r["builds"]:
+            for step, secs in b["steps"].items():
+                steps[step].append(secs)
+    phase_lists: dict[str, list[float]] = defaultdict(list)
+    for per in phases.values():
+        for phase, secs in per.items():
+            phase_lists[phase].append(secs)
+    walls = [r["wall_s"] for r in records]
+    return {
+        "variant": name,
+        "config": {"cuda_arch": evaluator.cuda_arch, **opts},
+        "sandbox": evaluator.jail.level,
+        "candidates": len(records),
+        "compiled": sum(r["ok"] for r in records),
+        "batch_wall_s": round(total, 1),
+        "median_wall_s": round(statistics.median(walls), 1),
+        "max_wall_s": round(max(walls), 1),
+        "median_step_s": {k: round(statistics.median(v), 2) for k, v in sorted(steps.items())},
+        "median_nvcc_phase_s": {
+            k: round(statistics.median(v), 2) for k, v in sorted(phase_lists.items())
+        },
+        "tiers": dict(Counter(b["cuda_headers"] for r in records for b in r["builds"])),
+        "records": records,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kb", type=Path, default=Path(os.environ.get("KB", ".kb")))
+    ap.add_argument("--limit", type=int, default=32, help="candidates (runs interleaved)")
+    ap.add_argument("--jobs", type=int, default=16, help="candidates compiling at once")
+    ap.add_argument("--arch", default="", help="GPU arch, e.g. 9.0 (default: the GPU's)")
+    ap.add_argument("--variants", default="load_inline,ours", help=f"of {sorted(VARIANTS)}")
+    ap.add_argument("--out", type=Path, help="write all records as JSON here")
+    args = ap.parse_args()
+    arch = args.arch or detect_cuda_arch()
+    if not arch:
+        sys.exit("no GPU found: pass --arch (e.g. --arch 9.0) to compile without one")
+    names = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown:
+        sys.exit(f"--variants: unknown {unknown}; choose from {sorted(VARIANTS)}")
+    items = real_candidates(args.kb, args.limit)
+    print(
+        f"{len(items)} real candidates, {args.jobs} in flight, arch {arch}, {os.cpu_count()} cores"
+    )
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-compile-") as tmp:
+        for name in names:
+            res = run_variant(name, items, arch, args.jobs, Path(tmp))
+            results.append(res)
+            print(
+                f"{name:12s} compiled {res['compiled']}/{res['candidates']}  "
+                f"median {res['median_wall_s']} s  max {res['max_wall_s']} s  "
+                f"batch {res['batch_wall_s']} s  sandbox {res['sandbox']}"
+            )
+            print(f"  steps (median s): {res['median_step_s']}")
+            print(f"  nvcc phases (median s per build): {res['median_nvcc_phase_s']}")
+            print(f"  .cu header tiers: {res['tiers']}")
+            for r in [r for r in res["records"] if not r["ok"]][:3]:
+                print(f"  failed: {r['candidate']}: {r['reason'][:300]}")
+    if len(results) == 2 and results[1]["median_wall_s"]:
+        a, b = results
+        print(
+            f"median per candidate: {a['variant']} {a['median_wall_s']} s -> "
+            f"{b['variant']} {b['median_wall_s']} s ({a['median_wall_s'] / b['median_wall_s']:.2f}x)"
+        )
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
