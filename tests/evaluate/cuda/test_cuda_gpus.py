@@ -73,6 +73,9 @@ class FakeWorker:
     def stop(self) -> None:
         pass
 
+    def close(self) -> None:
+        pass
+
 
 @pytest.fixture
 def two_gpu_evaluator(tmp_path, monkeypatch):
@@ -107,20 +110,18 @@ def test_explicit_gpus_override_the_environment(tmp_path, monkeypatch, saxpy_tas
     assert [w.gpu for w in FakeWorker.started] == ["3"] and result.figures["gpu_device"] == "3"
 
 
-def test_compile_jobs_run_with_multicast_off_and_no_gpu(tmp_path, monkeypatch, saxpy_task):
-    seen = {}
-
-    def fake_run(cmd, **kwargs):
-        seen.update(kwargs["env"])
-        return subprocess.CompletedProcess(cmd, 0, stdout='{"builds": []}', stderr="")
-
-    monkeypatch.setattr(evaluator_module.subprocess, "run", fake_run)
+def test_compile_jobs_run_with_multicast_off_and_no_gpu(tmp_path, saxpy_task):
+    """The real (sandboxed) compile job: the candidate's import sees the variables it ran with."""
+    names = [*MULTICAST_OFF, "CUDA_VISIBLE_DEVICES"]
+    source = f"import os\nraise SystemExit(repr({{k: os.environ.get(k) for k in {names!r}}}))\n"
     ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
-    job = evaluator_module._Job(0, saxpy_task, "", tmp_path / "job")
+    job = evaluator_module._Job(0, saxpy_task, source, tmp_path / "job")
     job.job_dir.mkdir()
-    ev._run_compile_job(job)
-    assert MULTICAST_OFF.items() <= seen.items()
-    assert seen["CUDA_VISIBLE_DEVICES"] == ""
+    (job.job_dir / "candidate.py").write_text(source)
+    (job.job_dir / "reference.py").write_text(saxpy_task.reference_source)
+    seen = ev._run_compile_job(job)["import_error"]
+    for name, value in [*MULTICAST_OFF.items(), ("CUDA_VISIBLE_DEVICES", "")]:
+        assert f"'{name}': '{value}'" in seen, seen
 
 
 HOLDER = """

@@ -143,6 +143,7 @@ def test_gpu_replies_are_scrubbed_before_they_become_results(secret, tmp_path, s
 
     class Worker:
         sandbox = "full"
+        gpu = "0"
 
         def run(self, job: dict) -> dict:
             return {"status": "runtime_error", "reason": f"boom {secret}", "output_tail": secret}
@@ -157,6 +158,7 @@ def test_gpu_replies_are_scrubbed_before_they_become_results(secret, tmp_path, s
     text = json.dumps(job.result.to_dict())
     assert secret not in text and "[redacted:ANTHROPIC_API_KEY]" in job.result.reason
     assert job.result.sandbox == "full"
+    assert job.result.figures["gpu_device"] == "0"
 
 
 # -- the compile job ------------------------------------------------------------------------------
