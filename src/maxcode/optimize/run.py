@@ -203,9 +203,11 @@ def role_config(opts: OptimizeOptions, params: dict) -> dict:
 
 def fingerprint(opts: OptimizeOptions, kind: str, source: str, method: MethodConfig, role: dict):
     """What a resumed run must share with the records in --out (depth and budget may grow)."""
+    from maxcode.search.loop import GROWABLE
+
     settings = {
         "kind": kind,
-        "method": method.name,
+        "method": {k: v for k, v in method.to_dict().items() if k not in GROWABLE},
         "llm": {k: v for k, v in role.items() if k != "budget"},
         "timing": opts.timing,
         "seed": opts.seed,
@@ -436,11 +438,14 @@ def _evaluate_original(opts: OptimizeOptions, task, evaluator, console: Console)
     try:
         baseline = evaluator.evaluate(task, task.reference_source)
     except EvaluatorError as err:
-        message = str(err).replace(f"task {task.task_id}: the reference program", "it")
+        message = str(err).split("; fix the task's")[0]
+        message = message.replace(f"task {task.task_id}: the reference program fails ", "")
+        message = message.replace(f"task {task.task_id}: the reference program ", "")
         raise TargetError(
             f"{opts.target} as given fails --tests {task.tests_dir}: "
             + _user_paths(message, opts.target)
-            + " (use --make-tests N to make expected outputs from your program)"
+            + "; fix the expected outputs there, or make them from your program with "
+            "--make-tests N"
         ) from None
     if baseline.status is not Status.OK:
         raise TargetError(
