@@ -87,7 +87,9 @@ int main() {
 
 
 def wordcount_input(rng: random.Random) -> str:
-    vocab = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(3, 9))) for _ in range(3000)]
+    vocab = [
+        "".join(rng.choice("abcdefghij") for _ in range(rng.randint(3, 9))) for _ in range(3000)
+    ]
     return " ".join(rng.choice(vocab) for _ in range(60000)) + "\n"
 
 
@@ -126,9 +128,23 @@ def write_program(root: Path, name: str, n_inputs: int) -> tuple[Path, Path]:
 
 
 def one_run(target: Path, inputs: Path, n_inputs: int, out: Path, mode: str | None, args) -> dict:
-    cmd = [sys.executable, "-m", "maxcode", "optimize", str(target), "--tests", str(inputs),
-           "--make-tests", str(n_inputs), "--out", str(out), "--depth", str(args.depth),
-           "--k", str(args.k)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "maxcode",
+        "optimize",
+        str(target),
+        "--tests",
+        str(inputs),
+        "--make-tests",
+        str(n_inputs),
+        "--out",
+        str(out),
+        "--depth",
+        str(args.depth),
+        "--k",
+        str(args.k),
+    ]
     if mode is not None:
         cmd += ["--timing", mode]
     started = time.monotonic()
@@ -137,7 +153,11 @@ def one_run(target: Path, inputs: Path, n_inputs: int, out: Path, mode: str | No
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     end = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()][-1]
-    return {"speedup": end["best_reward"], "wall_s": wall, "first_line": proc.stderr.splitlines()[0]}
+    return {
+        "speedup": end["best_reward"],
+        "wall_s": wall,
+        "first_line": proc.stderr.splitlines()[0],
+    }
 
 
 def spread(values: list[float]) -> float:
@@ -146,8 +166,12 @@ def spread(values: list[float]) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--modes", nargs="+", default=["wall", "instructions"],
-                    help="--timing values; 'default' runs without --timing")
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        default=["wall", "instructions"],
+        help="--timing values; 'default' runs without --timing",
+    )
     ap.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=list(PROGRAMS))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--inputs", type=int, default=3, help="test inputs per program")
@@ -155,23 +179,35 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--json", type=Path, help="write every run's figures here")
     args = ap.parse_args()
-    results: dict = {"machine": {"cpus": __import__("os").cpu_count(), "platform": platform.platform()},
-                     "args": vars(args) | {"json": str(args.json)}, "runs": {}}
+    results: dict = {
+        "machine": {"cpus": __import__("os").cpu_count(), "platform": platform.platform()},
+        "args": vars(args) | {"json": str(args.json)},
+        "runs": {},
+    }
     with tempfile.TemporaryDirectory(prefix="bench-optimize-") as tmp:
         root = Path(tmp)
         for name in args.programs:
             target, inputs = write_program(root, name, args.inputs)
             for mode in args.modes:
                 runs = [
-                    one_run(target, inputs, args.inputs, root / f"{name}-{mode}-{r}",
-                            None if mode == "default" else mode, args)
+                    one_run(
+                        target,
+                        inputs,
+                        args.inputs,
+                        root / f"{name}-{mode}-{r}",
+                        None if mode == "default" else mode,
+                        args,
+                    )
                     for r in range(args.repeats)
                 ]
                 speedups = [r["speedup"] for r in runs]
                 results["runs"][f"{name}/{mode}"] = runs
-                print(f"{name:12s} {mode:13s} speedups {' '.join(f'{s:.3f}' for s in speedups)}  "
-                      f"median {statistics.median(speedups):.3f}  spread {spread(speedups) * 100:.1f}%  "
-                      f"({statistics.mean(r['wall_s'] for r in runs):.0f} s/run)", flush=True)
+                print(
+                    f"{name:12s} {mode:13s} speedups {' '.join(f'{s:.3f}' for s in speedups)}  "
+                    f"median {statistics.median(speedups):.3f}  spread {spread(speedups) * 100:.1f}%  "
+                    f"({statistics.mean(r['wall_s'] for r in runs):.0f} s/run)",
+                    flush=True,
+                )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

@@ -73,6 +73,4 @@ def client_for(
     }
     role = cfg.pop("role", "generator")
     run_budget = cfg.pop("run_budget", None)
-    return build_client(
-        role_config_from_dict(role, cfg), role, cache=cache, run_budget=run_budget
-    )
+    return build_client(role_config_from_dict(role, cfg), role, cache=cache, run_budget=run_budget)

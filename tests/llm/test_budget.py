@@ -20,9 +20,7 @@ def test_call_budget_refuses_before_calling(fake_llm_server, api_keys):
     assert fake_llm_server.count() == 2
 
 
-def test_token_and_cost_budgets_admit_a_call_only_if_its_worst_case_fits(
-    fake_llm_server, api_keys
-):
+def test_token_and_cost_budgets_admit_a_call_only_if_its_worst_case_fits(fake_llm_server, api_keys):
     bound = prompt_token_bound(MSGS) + 16  # the prompt's bound plus max_tokens of output
     client = client_for(fake_llm_server, max_tokens=16, budget={"max_tokens": bound + 5})
     client.complete(MSGS)  # admitted: its worst case fits

@@ -112,9 +112,9 @@ def test_dollar_budget_stops_before_the_cap_with_the_table_price(program, tmp_pa
             "--out",
             str(out),
             "--depth",
-            "4",
+            "6",
             "--k",
-            "2",
+            "1",
             "--llm",
             "openai:gpt-4o",
             "--base-url",
@@ -134,7 +134,7 @@ def test_dollar_budget_stops_before_the_cap_with_the_table_price(program, tmp_pa
     assert 0 < usage["cost_usd"] <= 0.01  # never crossed the cap
     expected = (usage["input_tokens"] * 2.5 + usage["output_tokens"] * 10.0) / 1e6
     assert usage["cost_usd"] == pytest.approx(expected)  # from the price table
-    assert end["stopped_by"].startswith("budget") and len(end["step_rewards"]) < 4
+    assert end["stopped_by"].startswith("budget") and len(end["step_rewards"]) < 6
     assert "Stopped for the budget" in proc.stdout
     assert "$0.01" in proc.stderr.splitlines()[0] and "gpt-4o at $2.5/$10" in proc.stderr
     html = (out / "report.html").read_text()

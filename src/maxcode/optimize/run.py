@@ -45,8 +45,8 @@ TIMING_NOTE = {
     "--timing wall for wall-clock time",
     "cachegrind": "instructions + simulated cache misses (valgrind): repeatable; "
     "--timing wall for wall-clock time",
-    "wall": "wall-clock time, interleaved repeats; differences inside the measured spread "
-    "are not called faster",
+    "wall": "wall-clock time, interleaved repeats: noisy on a busy machine (the summary gives "
+    "the measured spread)",
 }
 
 
