@@ -247,7 +247,7 @@ def run_rollout(
     cfg = MethodConfig.from_dict(method)
     roles = ["generator"] + (["critic"] if cfg.critique else [])
     require_prices(
-        [role_config_from_dict(r, llm[r]) for r in roles],
+        [role_config_from_dict(r, llm.get(r)) for r in roles],
         cfg.budget,
         f"set price_input_per_mtok and price_output_per_mtok under llm.<role> (method {cfg.name})",
     )

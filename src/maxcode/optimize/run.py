@@ -126,8 +126,9 @@ def method_config(opts: OptimizeOptions, params: dict) -> MethodConfig:
     """The method as params define it, sized and capped by the command line."""
     from maxcode.config import resolve_methods
 
-    name = R2G_METHOD if opts.r2g_model and opts.method == "maxcode" else opts.method
-    name = METHOD_ALIASES.get(name, name) if not opts.r2g_model else name
+    name = opts.method
+    if name == "maxcode":
+        name = R2G_METHOD if opts.r2g_model else METHOD_ALIASES[name]
     methods = resolve_methods(params)
     if name not in methods:
         raise TargetError(
@@ -208,7 +209,12 @@ def fingerprint(opts: OptimizeOptions, kind: str, source: str, method: MethodCon
     settings = {
         "kind": kind,
         "method": {k: v for k, v in method.to_dict().items() if k not in GROWABLE},
-        "llm": {k: v for k, v in role.items() if k != "budget"},
+        # what decides the proposals; the server address, prices and caps may change
+        "llm": {
+            k: v
+            for k, v in role.items()
+            if k not in ("budget", "base_url") and not k.startswith("price_")
+        },
         "timing": opts.timing,
         "seed": opts.seed,
         "r2g_model": str(opts.r2g_model) if opts.r2g_model else None,
