@@ -38,7 +38,14 @@ class PipelinePlan:
     def from_config(cls, params: dict) -> PipelinePlan:
         validate_params(params)
         methods = resolve_methods(params)
-        tasks = {name: suite_task_ids(name, cfg) for name, cfg in params["suites"].items()}
+        tasks, unusable = {}, []
+        for name, cfg in params["suites"].items():
+            try:
+                tasks[name] = suite_task_ids(name, cfg)
+            except (ConfigError, TaskFormatError) as err:
+                unusable.append(str(err))
+        if unusable:  # every path to set at once (the paper preset has several `SET ME`s)
+            raise ConfigError(f"{len(unusable)} suite(s) cannot be read: " + "; ".join(unusable))
         from maxcode.r2g.dataset import split_tasks
 
         dataset_cfg, _ = r2g_configs(params["r2g"])
