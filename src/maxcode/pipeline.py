@@ -35,8 +35,9 @@ class PipelinePlan:
     held_out: dict[str, list[str]]  # suite -> tasks the reward-to-go model never trains on
 
     @classmethod
-    def from_config(cls, params: dict) -> PipelinePlan:
-        validate_params(params)
+    def from_config(cls, params: dict, source: str = "params.yaml") -> PipelinePlan:
+        """``source`` names the file the params came from in every error message."""
+        validate_params(params, source=source)
         methods = resolve_methods(params)
         tasks, unusable = {}, []
         for name, cfg in params["suites"].items():

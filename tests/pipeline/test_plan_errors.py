@@ -23,3 +23,10 @@ def test_every_missing_suite_path_is_named_at_once(tmp_path):
     message = str(err.value)
     assert "2 suite(s) cannot be read" in message
     assert "suites.kb.root" in message and "suites.pie.records" in message
+
+
+def test_errors_name_the_file_the_params_came_from():
+    params = tiny_params()
+    params["search"]["depht"] = 3
+    with pytest.raises(ConfigError, match=r"^presets/mine.yaml: search"):
+        PipelinePlan.from_config(params, source="presets/mine.yaml")
