@@ -42,6 +42,8 @@ class Progress:
                 self.last_critique = data["critique"].strip().splitlines()[0][:100]
         elif event == "step_end":
             self.steps_done = data["step"] + 1
+        elif event == "resume":
+            self.best = data["best_reward"]
 
 
 def budget_text(p: Progress) -> str:

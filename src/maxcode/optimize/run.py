@@ -21,6 +21,9 @@ import yaml
 from rich.console import Console
 
 from maxcode.evaluate.result import Status
+from maxcode.llm.config import role_config_from_dict
+from maxcode.llm.errors import LLMConfigError
+from maxcode.llm.prices import load_prices_file, lookup
 from maxcode.optimize.target import (
     TargetError,
     cpp_task,
@@ -31,6 +34,8 @@ from maxcode.optimize.target import (
 )
 from maxcode.records import atomic_write_text, provenance, read_jsonl, sha256_text
 from maxcode.search.config import Budget, MethodConfig
+from maxcode.search.loop import GROWABLE, RunContext, differences, run_search
+from maxcode.search.types import RunMismatch
 
 PRESETS = Path(__file__).resolve().parents[3] / "presets"
 DEFAULT_PARAMS = PRESETS / "offline.yaml"
@@ -153,9 +158,6 @@ def method_config(opts: OptimizeOptions, params: dict) -> MethodConfig:
 
 def role_config(opts: OptimizeOptions, params: dict) -> dict:
     """The generator's (and critic's) role block, prices and key checked before any call."""
-    from maxcode.llm.config import role_config_from_dict
-    from maxcode.llm.errors import LLMConfigError
-    from maxcode.llm.prices import load_prices_file, lookup
 
     if opts.llm is None:
         return {"backend": "offline"}
@@ -204,7 +206,6 @@ def role_config(opts: OptimizeOptions, params: dict) -> dict:
 
 def fingerprint(opts: OptimizeOptions, kind: str, source: str, method: MethodConfig, role: dict):
     """What a resumed run must share with the records in --out (depth and budget may grow)."""
-    from maxcode.search.loop import GROWABLE
 
     settings = {
         "kind": kind,
@@ -232,7 +233,6 @@ def fingerprint(opts: OptimizeOptions, kind: str, source: str, method: MethodCon
 
 def check_out(opts: OptimizeOptions, expected: dict) -> list[dict]:
     """The records to resume (empty for a fresh run); refuses, changing nothing, otherwise."""
-    from maxcode.search.loop import differences
 
     run_path = opts.out / "run.jsonl"
     if run_path.exists() and not opts.resume:
@@ -294,7 +294,6 @@ def optimize(opts: OptimizeOptions, console: Console | None = None) -> dict:
 
 
 def _first_line(opts, kind: str, method: MethodConfig, role: dict, replayed: list) -> str:
-    from maxcode.llm.config import role_config_from_dict
 
     if role["backend"] == "offline":
         policy = "offline " + ("C++ source transformations" if kind == "cpp" else "CUDA templates")
@@ -330,12 +329,9 @@ def _first_line(opts, kind: str, method: MethodConfig, role: dict, replayed: lis
 
 
 def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> dict:
-    from maxcode.llm.errors import LLMConfigError
     from maxcode.llm.factory import run_budget
     from maxcode.optimize.live import LiveView
     from maxcode.pipeline import build_critic, build_evaluator, build_policy
-    from maxcode.search.loop import RunContext, run_search
-    from maxcode.search.types import RunMismatch
 
     run_path = opts.out / "run.jsonl"
     opts.out.mkdir(parents=True, exist_ok=True)
@@ -392,7 +388,10 @@ def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> d
         raise TargetError(
             f"--resume: {err}; choose another --out or repeat that run's arguments"
         ) from None
-    return _publish(opts, task, end, kind, method, policy, best, generated)
+    unpriced = (
+        role["backend"] != "offline" and role_config_from_dict("generator", role).price is None
+    )
+    return _publish(opts, task, end, kind, method, policy, best, generated, unpriced)
 
 
 class BestFile:
@@ -469,8 +468,16 @@ def _user_paths(text: str, target: Path) -> str:
 
 
 def _publish(
-    opts, task, end: dict, kind: str, method, policy, best: BestFile, generated: list[str]
-):
+    opts,
+    task,
+    end: dict,
+    kind: str,
+    method: MethodConfig,
+    policy,
+    best: BestFile,
+    generated: list[str],
+    unpriced: bool,
+) -> dict:
     from maxcode.optimize.report import write_report
 
     records = list(read_jsonl(opts.out / "run.jsonl"))
@@ -486,7 +493,7 @@ def _publish(
         best.offer(winner["source"], winner["reward"])  # a resumed run's replayed best
     else:
         winner = None
-    summary = _summary(end, winner, best.path)
+    summary = _summary(end, winner, best.path, unpriced)
     header = {
         "target": str(opts.target),
         "kind": kind,
@@ -508,11 +515,16 @@ def _publish(
     }
 
 
-def _summary(end: dict, best: dict | None, best_path: Path) -> str:
+def _summary(end: dict, best: dict | None, best_path: Path, unpriced: bool = False) -> str:
     usage = end["usage"]
     cost = (
         f"{end['evaluations']} evaluations, {usage['calls']} LLM calls, "
-        f"{usage['input_tokens'] + usage['output_tokens']} tokens, ${usage['cost_usd']:.4f}"
+        f"{usage['input_tokens'] + usage['output_tokens']} tokens, "
+        + (
+            "cost unknown (no price for the model: --price-in/--price-out)"
+            if unpriced
+            else f"${usage['cost_usd']:.4f}"
+        )
     )
     stopped = end["stopped_by"]
     stop = (
