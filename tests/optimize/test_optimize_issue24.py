@@ -412,3 +412,10 @@ def test_version_and_upper_case_usage():
     usage = subprocess.run([*MAXCODE, "optimize", "--help"], capture_output=True, text=True)
     assert "TARGET" in usage.stdout and "{target}" not in usage.stdout
     assert "--tests" in usage.stdout and "DIR" in usage.stdout
+    for command in (["eval", "cpp"], ["r2g", "evaluate"], ["rollout"], ["llm", "cache-info"]):
+        help_text = subprocess.run(
+            [*MAXCODE, *command, "--help"], capture_output=True, text=True
+        ).stdout
+        line = next(x for x in help_text.splitlines() if "Usage:" in x)
+        names = line.split("[OPTIONS]")[1].split()
+        assert names and all(n.strip("{}[].") == n.strip("{}[].").upper() for n in names), line
