@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from maxcode.llm.errors import LLMError
 from maxcode.search.config import ConfigError
+from maxcode.search.types import RunMismatch
 from maxcode.tasks.model import TaskFormatError
+
+# Mistakes a user can fix: one line, exit code 2 (TargetError is a ValueError).
+USER_ERRORS = (ValueError, ConfigError, TaskFormatError, LLMError, RunMismatch, OSError)
 
 app = typer.Typer(
     help="maxcode: max-reward inference-time search for code optimization (MaxCode, KernelCompare).",
@@ -20,6 +26,27 @@ app = typer.Typer(
 ParamsOpt = Annotated[
     Path, typer.Option("--params", help="parameter file (Snakemake config and DVC params)")
 ]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"maxcode {version('maxcode')}")
+        except PackageNotFoundError:
+            typer.echo("maxcode (not installed; running from a source tree)")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
+    """maxcode: max-reward inference-time search for code optimization (MaxCode, KernelCompare)."""
 
 
 def _fail(err: Exception) -> None:
@@ -48,7 +75,9 @@ def check_params(params: ParamsOpt = Path("params.yaml")) -> None:
 
 @app.command("build-suite")
 def build_suite_cmd(
-    suite: Annotated[str, typer.Argument(help="suite name under `suites:` in params")],
+    suite: Annotated[
+        str, typer.Argument(metavar="SUITE", help="suite name under `suites:` in params")
+    ],
     out: Annotated[Path, typer.Option(help="output folder")] = Path("data/suites/SUITE"),
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
@@ -67,9 +96,9 @@ def build_suite_cmd(
 
 @app.command("rollout")
 def rollout_cmd(
-    suite: Annotated[str, typer.Argument(help="suite name")],
-    task: Annotated[str, typer.Argument(help="task id")],
-    method: Annotated[str, typer.Argument(help="method name under `methods:`")],
+    suite: Annotated[str, typer.Argument(metavar="SUITE", help="suite name")],
+    task: Annotated[str, typer.Argument(metavar="TASK", help="task id")],
+    method: Annotated[str, typer.Argument(metavar="METHOD", help="method name under `methods:`")],
     seed: Annotated[int, typer.Option(help="search seed")] = 0,
     out: Annotated[
         Path | None, typer.Option(help="rollout JSONL (default: the pipeline's path)")
@@ -115,60 +144,130 @@ def rollout_cmd(
 @app.command("optimize")
 def optimize_cmd(
     target: Annotated[
-        Path, typer.Argument(help="C++ source file, or a KernelBench-format .py file")
+        Path,
+        typer.Argument(metavar="TARGET", help="C++ source file, or a KernelBench-format .py file"),
     ],
-    kind: Annotated[str | None, typer.Option(help="cpp | cuda (default: from the suffix)")] = None,
-    method: Annotated[
-        str, typer.Option(help="maxcode | cuda-llm | effi-learner | best-of-n")
-    ] = "maxcode",
-    llm: Annotated[
-        str | None, typer.Option(help="BACKEND:MODEL (default: the offline policy and critic)")
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible server URL (vLLM, SGLang)")
-    ] = None,
-    depth: Annotated[int, typer.Option(help="search steps")] = 4,
-    k: Annotated[int, typer.Option(help="candidates proposed per step")] = 4,
-    budget_evals: Annotated[
-        int | None, typer.Option(help="stop after this many evaluations")
-    ] = None,
-    budget_usd: Annotated[
-        float | None, typer.Option(help="stop before spending more than this")
-    ] = None,
     tests: Annotated[
-        Path | None, typer.Option(help="C++: folder of input.<i>.txt / output.<i>.txt")
+        Path | None,
+        typer.Option(metavar="DIR", help="C++: folder of input.<i>.txt / output.<i>.txt"),
     ] = None,
     make_tests: Annotated[
         int | None,
         typer.Option(
-            help="C++: make outputs for the first N inputs in --tests by running your program"
+            metavar="N",
+            help="C++: make the expected outputs of the first N inputs in --tests by running "
+            "your program (named in the terminal and the report)",
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option(metavar="DIR", help="output folder")] = Path("maxcode-out"),
+    resume: Annotated[
+        bool,
+        typer.Option(
+            help="continue the run in --out (same target, tests and settings; --depth and "
+            "budgets may grow)"
+        ),
+    ] = False,
+    kind: Annotated[
+        str | None, typer.Option(metavar="KIND", help="cpp | cuda (default: from the suffix)")
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            metavar="METHOD",
+            help="maxcode, or a method under `methods:` in --params (cuda-llm, effi-learner, "
+            "best-of-n, ...)",
+        ),
+    ] = "maxcode",
+    params: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="parameter file whose methods and evaluation settings are used "
+            "(default: maxcode's presets/offline.yaml)",
+        ),
+    ] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            metavar="BACKEND:MODEL", help="e.g. openai:gpt-4o (default: offline policy and critic)"
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="OpenAI-compatible server (vLLM, SGLang); on localhost no key is needed",
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="completion tokens per LLM call (the worst case budgeted)"),
+    ] = None,
+    depth: Annotated[
+        int | None, typer.Option(metavar="N", help="search steps (default: the method's)")
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="candidates proposed per step (default: the method's)"),
+    ] = None,
+    budget_evals: Annotated[
+        int | None, typer.Option(metavar="N", help="stop before more than N evaluations")
+    ] = None,
+    budget_usd: Annotated[
+        float | None,
+        typer.Option(
+            metavar="USD",
+            help="stop before LLM spending could cross USD (each call budgeted at its worst case)",
+        ),
+    ] = None,
+    price_in: Annotated[
+        float | None, typer.Option(metavar="USD", help="--llm model: USD per 1M input tokens")
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option(metavar="USD", help="--llm model: USD per 1M output tokens")
+    ] = None,
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help='JSON prices: {"BACKEND:MODEL": {"input": USD, "output": USD, "cached_input": USD}}',
+        ),
+    ] = None,
+    timing: Annotated[
+        str | None,
+        typer.Option(
+            metavar="MODE",
+            help="C++: instructions (default: repeatable) | cachegrind | wall (noisy)",
         ),
     ] = None,
     r2g_model: Annotated[
-        Path | None, typer.Option(help="reward-to-go model folder: rerank before executing")
+        Path | None,
+        typer.Option(metavar="DIR", help="reward-to-go model folder: rerank before executing"),
     ] = None,
-    timing: Annotated[
-        str, typer.Option(help="C++ timing: wall | instructions | cachegrind")
-    ] = "wall",
-    out: Annotated[Path, typer.Option(help="output folder")] = Path("maxcode-out"),
-    resume: Annotated[bool, typer.Option(help="continue an interrupted run in --out")] = False,
-    seed: Annotated[int, typer.Option(help="search seed")] = 0,
+    seed: Annotated[int, typer.Option(metavar="N", help="search seed")] = 0,
+    debug: Annotated[bool, typer.Option(help="show the traceback of an error")] = False,
 ) -> None:
     """Optimize your own program or kernel with the same search, and write a report."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(line_buffering=True)  # piped output arrives line by line
     from maxcode.optimize.run import OptimizeOptions, optimize
-    from maxcode.optimize.target import TargetError
 
     opts = OptimizeOptions(
         target=target,
         out=out,
         kind=kind,
         method=method,
+        params=params,
         llm=llm,
         base_url=base_url,
+        max_tokens=max_tokens,
         depth=depth,
         k=k,
         budget_evals=budget_evals,
         budget_usd=budget_usd,
+        price_in=price_in,
+        price_out=price_out,
+        prices=prices,
         tests=tests,
         make_tests=make_tests,
         r2g_model=r2g_model,
@@ -178,7 +277,17 @@ def optimize_cmd(
     )
     try:
         result = optimize(opts)
-    except (TargetError, ConfigError, TaskFormatError) as err:
+    except KeyboardInterrupt:
+        typer.secho(
+            f"interrupted: finished steps are kept in {out / 'run.jsonl'}; "
+            "resume with --resume (and the same arguments)",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+        raise typer.Exit(130) from None
+    except USER_ERRORS as err:
+        if debug:
+            raise
         _fail(err)
     typer.echo(result["summary"])
     typer.echo(f"report: {out / 'report.html'}; records: {out / 'run.jsonl'}")

@@ -35,10 +35,18 @@ class PipelinePlan:
     held_out: dict[str, list[str]]  # suite -> tasks the reward-to-go model never trains on
 
     @classmethod
-    def from_config(cls, params: dict) -> PipelinePlan:
-        validate_params(params)
+    def from_config(cls, params: dict, source: str = "params.yaml") -> PipelinePlan:
+        """``source`` names the file the params came from in every error message."""
+        validate_params(params, source=source)
         methods = resolve_methods(params)
-        tasks = {name: suite_task_ids(name, cfg) for name, cfg in params["suites"].items()}
+        tasks, unusable = {}, []
+        for name, cfg in params["suites"].items():
+            try:
+                tasks[name] = suite_task_ids(name, cfg)
+            except (ConfigError, TaskFormatError) as err:
+                unusable.append(str(err))
+        if unusable:  # every path to set at once (the paper preset has several `SET ME`s)
+            raise ConfigError(f"{len(unusable)} suite(s) cannot be read: " + "; ".join(unusable))
         from maxcode.r2g.dataset import split_tasks
 
         dataset_cfg, _ = r2g_configs(params["r2g"])
@@ -211,16 +219,16 @@ def build_evaluator(language: str, evaluation: dict, cache_dir: Path, profile: b
     return CachedEvaluator(inner, EvalCache(cache_dir / "evaluations.sqlite"))
 
 
-def build_policy(generator: dict, language: str, cache_dir: Path):
+def build_policy(generator: dict, language: str, cache_dir: Path, run_budget=None):
     from maxcode.llm.factory import build_policy as factory
 
-    return factory(generator, language=language, cache_dir=Path(cache_dir))
+    return factory(generator, language=language, cache_dir=Path(cache_dir), run_budget=run_budget)
 
 
-def build_critic(critic: dict, language: str, cache_dir: Path):
+def build_critic(critic: dict, language: str, cache_dir: Path, run_budget=None):
     from maxcode.llm.factory import build_critic as factory
 
-    return factory(critic, language=language, cache_dir=Path(cache_dir))
+    return factory(critic, language=language, cache_dir=Path(cache_dir), run_budget=run_budget)
 
 
 def run_rollout(
@@ -239,10 +247,20 @@ def run_rollout(
 ) -> dict:
     """One task x method x seed; the declared output appears only when the run is complete."""
     from maxcode.evaluate.cuda.gpus import pinned_gpu
+    from maxcode.llm.config import role_config_from_dict
+    from maxcode.llm.factory import require_prices, run_budget
     from maxcode.search.loop import RunContext, run_search
+    from maxcode.search.types import RunMismatch
 
     task = load_task(suite_dir, task_id)
     cfg = MethodConfig.from_dict(method)
+    roles = ["generator"] + (["critic"] if cfg.critique else [])
+    require_prices(
+        [role_config_from_dict(r, llm.get(r)) for r in roles],
+        cfg.budget,
+        f"set price_input_per_mtok and price_output_per_mtok under llm.<role> (method {cfg.name})",
+    )
+    spend = run_budget(cfg.budget, f"raise methods.{cfg.name}.budget.{{field}} (or search.budget)")
     reranker = None
     if cfg.rerank == "model":
         from maxcode.r2g.reranker import load_reranker
@@ -255,19 +273,28 @@ def run_rollout(
             task=task,
             method=cfg,
             seed=seed,
-            policy=build_policy(llm["generator"], task.language, cache_dir),
+            policy=build_policy(llm["generator"], task.language, cache_dir, spend),
             evaluator=build_evaluator(task.language, evaluation, cache_dir, profile=cfg.profile),
-            critic=build_critic(llm["critic"], task.language, cache_dir) if cfg.critique else None,
+            critic=build_critic(llm["critic"], task.language, cache_dir, spend)
+            if cfg.critique
+            else None,
             reranker=reranker,
             reward_kind=evaluation.get("reward", "speedup"),
             provenance=provenance(
                 params, **({"gpu_device": gpu} if task.language == "cuda" else {})
             ),
+            llm_budget=spend,
         )
         inflight = Path(inflight)
         inflight.parent.mkdir(parents=True, exist_ok=True)
         with unit_lock(inflight):
-            end = run_search(ctx, inflight)
+            try:
+                end = run_search(ctx, inflight)
+            except RunMismatch:
+                # Scratch records of an older configuration (Snakemake reruns the job because
+                # its params changed): start over; the caches replay what is still valid.
+                inflight.unlink()
+                end = run_search(ctx, inflight)
             publish(inflight, Path(output))
     return end
 

@@ -72,4 +72,5 @@ def client_for(
         **overrides,
     }
     role = cfg.pop("role", "generator")
-    return build_client(role_config_from_dict(role, cfg), role, cache=cache)
+    run_budget = cfg.pop("run_budget", None)
+    return build_client(role_config_from_dict(role, cfg), role, cache=cache, run_budget=run_budget)

@@ -8,6 +8,7 @@ from maxcode.records import read_jsonl
 from maxcode.search.config import Budget, MethodConfig
 from maxcode.search.loop import RunContext, run_search
 from maxcode.search.returns import candidate_returns, step_returns
+from maxcode.search.types import RunMismatch
 
 from .conftest import EchoCritic, LengthReranker, ScriptedEvaluator, ScriptedPolicy
 
@@ -129,11 +130,63 @@ def test_resume_after_kill_repeats_only_the_step_in_flight(task, tmp_path):
     assert run_search(ctx2, out)["best_reward"] == end["best_reward"] and again.calls == []
 
 
-def test_records_of_another_configuration_are_not_resumed(task, tmp_path):
+def test_growing_depth_extends_the_run_and_keeps_every_record(task, tmp_path):
     run(task, tmp_path, method(depth=2))
-    end, records, _, _ = run(task, tmp_path, method(depth=3))
-    assert len(end["step_rewards"]) == 3
-    assert sum(r["kind"] == "run_start" for r in records) == 1
+    before = (tmp_path / "run.jsonl").read_bytes()
+    end, records, _, evaluator = run(task, tmp_path, method(depth=4))
+    assert (tmp_path / "run.jsonl").read_bytes().startswith(before)  # appended, not rewritten
+    assert len(end["step_rewards"]) == 4
+    assert [r["kind"] for r in records].count("run_start") == 1
+    extend = next(r for r in records if r["kind"] == "run_extend")
+    assert extend["after_step"] == 2 and extend["config"]["depth"] == 4
+    assert evaluator.calls == ["compile_error c", "wrong c", "ok:3.0 d", "ok:2.0 d", "ok:3.0 e"]
+    same, _, _, again = run(task, tmp_path, method(depth=4))  # nothing grew: nothing runs
+    assert same == end and again.calls == []
+
+
+def test_records_of_another_configuration_are_refused_untouched(task, tmp_path):
+    run(task, tmp_path, method(depth=2))
+    before = (tmp_path / "run.jsonl").read_bytes()
+    with pytest.raises(RunMismatch, match=r"config.k: 3 in the records, 2 now"):
+        run(task, tmp_path, method(depth=2, k=2))
+    with pytest.raises(RunMismatch, match="depth: 1 now, but the records hold 2 steps"):
+        run(task, tmp_path, method(depth=1))
+    assert (tmp_path / "run.jsonl").read_bytes() == before
+
+
+def test_step_in_flight_is_set_aside_not_deleted(task, tmp_path):
+    _, full, _, _ = run(task, tmp_path / "a", method(depth=2))
+    out = tmp_path / "b" / "run.jsonl"
+    out.parent.mkdir()
+    cut = next(i for i, r in enumerate(full) if r["kind"] == "step_end")
+    lines = [json.dumps(r, sort_keys=True) + "\n" for r in full[: cut + 3]]
+    out.write_text("".join(lines))
+    ctx = RunContext(
+        task=task,
+        method=method(depth=2),
+        seed=0,
+        policy=ScriptedPolicy(SCRIPT),
+        evaluator=ScriptedEvaluator(),
+    )
+    run_search(ctx, out)
+    aside = list(read_jsonl(out.with_name("run.jsonl.dropped.jsonl")))
+    assert aside == full[cut + 1 : cut + 3]
+
+
+def test_a_budget_hit_while_critiquing_ends_the_step_with_its_records(task, tmp_path):
+    from maxcode.llm.errors import BudgetExceeded
+
+    class CappedCritic(EchoCritic):
+        def critique(self, task, source, result):
+            if source.startswith("compile_error"):
+                raise BudgetExceeded("critic", "cost_usd", 0.009, 0.01, next_worst=0.002)
+            return super().critique(task, source, result)
+
+    end, records, _, _ = run(task, tmp_path, method(critique=True), critic=CappedCritic())
+    assert end["stopped_by"].startswith("budget: LLM budget of role 'critic'")
+    step0 = [r for r in records if r["kind"] == "candidate" and r["step"] == 0]
+    assert len(step0) == 3 and [r["critique"] is not None for r in step0] == [True, False, False]
+    assert [r["kind"] for r in records][-2:] == ["step_end", "run_end"]
 
 
 def test_reranker_executes_only_its_top_m(task, tmp_path):

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from maxcode.pipeline import PipelinePlan
 
-PLAN = PipelinePlan.from_config(config)
+PLAN = PipelinePlan.from_config(config, source=PARAMS_FILE)
 
 
 wildcard_constraints:

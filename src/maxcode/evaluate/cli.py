@@ -30,7 +30,9 @@ def main() -> None:
 
 @app.command("cpp")
 def cpp(
-    candidate: Annotated[Path, typer.Argument(help="candidate C++ source file")],
+    candidate: Annotated[
+        Path, typer.Argument(metavar="CANDIDATE", help="candidate C++ source file")
+    ],
     reference: Annotated[Path, typer.Option("--reference", help="reference (slow) C++ source")],
     tests: Annotated[Path, typer.Option("--tests", help="dir with input.<i>.txt/output.<i>.txt")],
     timing: Annotated[str, typer.Option(help=f"one of {', '.join(TIMING_MODES)}")] = "instructions",

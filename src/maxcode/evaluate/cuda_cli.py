@@ -17,7 +17,10 @@ app = typer.Typer(help="Evaluate CUDA candidates (ModelNew) against KernelBench-
 @app.command("cuda")
 def cuda(
     candidate: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="candidate .py defining ModelNew")
+        Path,
+        typer.Argument(
+            exists=True, dir_okay=False, metavar="CANDIDATE", help="candidate .py defining ModelNew"
+        ),
     ],
     task: Annotated[
         Path,

@@ -55,11 +55,13 @@ class AnthropicBackend(ChatBackend):
         resp = self._client.messages.create(**kwargs)
         text = "".join(b.text for b in resp.content if b.type == "text")
         thinking = "".join(b.thinking for b in resp.content if b.type == "thinking")
+        cache_read = getattr(resp.usage, "cache_read_input_tokens", None) or 0
         return Completion(
             text=text,
             thinking=thinking,
             finish_reason=resp.stop_reason or "",
-            input_tokens=resp.usage.input_tokens,
+            input_tokens=resp.usage.input_tokens + cache_read,  # all prompt tokens, as openai
+            cached_input_tokens=cache_read,
             output_tokens=resp.usage.output_tokens,
             meta={"response_model": resp.model},
         )

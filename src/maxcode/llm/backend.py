@@ -42,6 +42,7 @@ class Completion:
     finish_reason: str = ""  # "stop" | "length" | ... as the backend reports it
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0  # of input_tokens, served by the provider's prompt cache
     cached: bool = False  # answered by the response cache in this run
     meta: dict = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)  # set by the client: calls, tokens, cost

@@ -16,7 +16,9 @@ app.command("fake-server")(fake_server_main)
 
 @app.command("cache-info")
 def cache_info(
-    path: Annotated[Path, typer.Argument(help="response cache (llm_responses.sqlite)")],
+    path: Annotated[
+        Path, typer.Argument(metavar="CACHE", help="response cache (llm_responses.sqlite)")
+    ],
 ) -> None:
     """Completions stored per backend:model, so you can see what a replay will serve."""
     if not path.is_file():

@@ -34,29 +34,87 @@ def endpoint_semaphore(endpoint: str, limit: int) -> threading.BoundedSemaphore:
 
 
 class BudgetTracker:
-    """Hard per-run limits; cache hits count at their original price (exact replay)."""
+    """Hard limits, checked before every request against the request's worst case.
 
-    def __init__(self, role: str, budget: LLMBudget):
+    A request is admitted only if what is spent, plus what admitted requests still in
+    flight may cost, plus this request's worst case (its prompt's bound and ``max_tokens``
+    of output per completion) stays within each limit, so a run stops *before* it crosses
+    one. Cache hits count at their original price, so a replay stops where the run did.
+    ``fix`` says which setting raises the limits (it ends every refusal message).
+    """
+
+    def __init__(self, role: str, budget: LLMBudget, fix: str | None = None):
         self.role, self.budget = role, budget
+        self.fix = fix or f"raise llm.{role}.budget.{{field}} in params.yaml to allow more"
         self.spent = Usage()
+        self.pending = Usage()
         self._lock = threading.Lock()
 
-    def reserve(self, n: int) -> None:
-        """Admit a request for n completions, or raise before anything is called."""
+    def reserve(self, n: int, worst: Usage) -> Usage:
+        """Admit n completions of at most ``worst`` each, or raise before anything is called."""
         b = self.budget
+        want = Usage(
+            calls=n,
+            input_tokens=n * worst.input_tokens,
+            output_tokens=n * worst.output_tokens,
+            cost_usd=n * worst.cost_usd,
+        )
         with self._lock:
-            done = self.spent.calls + self.spent.cached_calls
+            held = self.spent + self.pending
+            done = held.calls + held.cached_calls
             if b.max_calls is not None and done + n > b.max_calls:
-                raise BudgetExceeded(self.role, "calls", done + n, b.max_calls)
-            tokens = self.spent.input_tokens + self.spent.output_tokens
-            if b.max_tokens is not None and tokens >= b.max_tokens:
-                raise BudgetExceeded(self.role, "tokens", tokens, b.max_tokens)
-            if b.max_cost_usd is not None and self.spent.cost_usd >= b.max_cost_usd:
-                raise BudgetExceeded(self.role, "cost_usd", self.spent.cost_usd, b.max_cost_usd)
+                raise BudgetExceeded(self.role, "calls", done + n, b.max_calls, self.fix)
+            tokens = held.input_tokens + held.output_tokens
+            if (
+                b.max_tokens is not None
+                and tokens + want.input_tokens + want.output_tokens > b.max_tokens
+            ):
+                raise BudgetExceeded(
+                    self.role,
+                    "tokens",
+                    tokens,
+                    b.max_tokens,
+                    self.fix,
+                    next_worst=want.input_tokens + want.output_tokens,
+                )
+            if b.max_cost_usd is not None and held.cost_usd + want.cost_usd > b.max_cost_usd:
+                raise BudgetExceeded(
+                    self.role,
+                    "cost_usd",
+                    held.cost_usd,
+                    b.max_cost_usd,
+                    self.fix,
+                    next_worst=want.cost_usd,
+                )
+            self.pending = self.pending + want
+        return want
+
+    def release(self, reserved: Usage) -> None:
+        """The request is over (answered or failed): its actual usage is charged separately."""
+        with self._lock:
+            p = self.pending
+            self.pending = Usage(
+                p.calls - reserved.calls,
+                p.cached_calls,
+                p.input_tokens - reserved.input_tokens,
+                p.output_tokens - reserved.output_tokens,
+                p.cost_usd - reserved.cost_usd,
+            )
 
     def charge(self, usage: Usage) -> None:
         with self._lock:
             self.spent = self.spent + usage
+
+    def start_from(self, spent: Usage) -> None:
+        """A resumed run: what its replayed steps spent counts against the limits."""
+        with self._lock:
+            self.spent = Usage.from_dict(spent.to_dict())
+
+
+def prompt_token_bound(messages: list[dict]) -> int:
+    """An upper bound on the prompt's tokens: byte-level BPE tokens are at least one byte,
+    plus a few framing tokens per message."""
+    return sum(len(m["content"].encode()) + 8 for m in messages)
 
 
 class LLMClient:
@@ -66,12 +124,14 @@ class LLMClient:
         self,
         backend: ChatBackend,
         cache: ResponseCache | None = None,
-        budget: BudgetTracker | None = None,
+        run_budget: BudgetTracker | None = None,
     ):
         self.backend = backend
         self.cfg: RoleConfig = backend.cfg
         self.cache = cache
-        self.budget = budget or BudgetTracker(self.cfg.role, self.cfg.budget)
+        self.budget = BudgetTracker(self.cfg.role, self.cfg.budget)
+        # The role's own limits, then the run's (shared by every role of one search).
+        self.budgets = [self.budget] + ([run_budget] if run_budget is not None else [])
         self.usage = Usage()  # everything this client answered, hits included
         self.retries = 0
         self._jitter = random.Random()
@@ -90,7 +150,38 @@ class LLMClient:
         """
         _check_messages(messages, self.cfg.role)
         params = SamplingParams.from_role(self.cfg, seed)
-        self.budget.reserve(n)
+        reserved = self._reserve(messages, n)
+        try:
+            return self._complete(messages, n, seed, params)
+        finally:
+            for tracker, held in zip(self.budgets, reserved, strict=False):
+                tracker.release(held)
+
+    def worst_case(self, messages: list[dict]) -> Usage:
+        """The most one completion of this request can cost: its prompt's bound, max_tokens out."""
+        tokens_in = prompt_token_bound(messages)
+        return Usage(
+            calls=1,
+            input_tokens=tokens_in,
+            output_tokens=self.cfg.max_tokens,
+            cost_usd=self.cfg.cost(tokens_in, self.cfg.max_tokens),
+        )
+
+    def _reserve(self, messages: list[dict], n: int) -> list[Usage]:
+        worst = self.worst_case(messages)
+        reserved: list[Usage] = []
+        try:
+            for tracker in self.budgets:
+                reserved.append(tracker.reserve(n, worst))
+        except BudgetExceeded:
+            for tracker, held in zip(self.budgets, reserved, strict=False):
+                tracker.release(held)
+            raise
+        return reserved
+
+    def _complete(
+        self, messages: list[dict], n: int, seed: int, params: SamplingParams
+    ) -> list[Completion]:
         keys = [
             cache_key(self.cfg.backend, self.cfg.model_id, messages, params, i) for i in range(n)
         ]
@@ -128,7 +219,7 @@ class LLMClient:
         return out  # type: ignore[return-value]
 
     def _account(self, c: Completion) -> None:
-        cost = self.cfg.cost(c.input_tokens, c.output_tokens)
+        cost = self.cfg.cost(c.input_tokens, c.output_tokens, c.cached_input_tokens)
         c.usage = Usage(
             calls=0 if c.cached else 1,
             cached_calls=1 if c.cached else 0,
@@ -136,7 +227,8 @@ class LLMClient:
             output_tokens=c.output_tokens,
             cost_usd=cost,
         )
-        self.budget.charge(c.usage)
+        for tracker in self.budgets:
+            tracker.charge(c.usage)
         with self._lock:
             self.usage = self.usage + c.usage
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+from urllib.parse import urlsplit
 
 from maxcode.llm.errors import LLMConfigError
+from maxcode.llm.prices import Price, lookup
 
 BACKEND_NAMES = ("offline", "openai", "anthropic", "hf")
 ROLES = ("generator", "critic", "reward_to_go")
+# Sent to a local server when no key is set: the SDKs refuse an empty key, the servers ignore it.
+LOCAL_SERVER_KEY = "no-key-needed"
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
@@ -88,8 +92,18 @@ class RoleConfig:
         default=1.0, metadata={"help": "first backoff delay; doubles per retry"}
     )
     retry_max_s: float = field(default=60.0, metadata={"help": "cap on one backoff delay"})
-    price_input_per_mtok: float = field(default=0.0, metadata={"help": "USD per 1M input tokens"})
-    price_output_per_mtok: float = field(default=0.0, metadata={"help": "USD per 1M output tokens"})
+    price_input_per_mtok: float | None = field(
+        default=None,
+        metadata={"help": "USD per 1M input tokens; null: the price table (maxcode.llm.prices)"},
+    )
+    price_output_per_mtok: float | None = field(
+        default=None,
+        metadata={"help": "USD per 1M output tokens; null: the price table"},
+    )
+    price_cached_input_per_mtok: float | None = field(
+        default=None,
+        metadata={"help": "USD per 1M prompt-cache-hit input tokens; null: the input price"},
+    )
     cache_path: str | None = field(
         default=None,
         metadata={
@@ -124,7 +138,14 @@ class RoleConfig:
             )
         if self.retry_base_s < 0 or self.retry_max_s < self.retry_base_s:
             raise LLMConfigError(f"{where}: need 0 <= retry_base_s <= retry_max_s")
-        if self.price_input_per_mtok < 0 or self.price_output_per_mtok < 0:
+        prices = (self.price_input_per_mtok, self.price_output_per_mtok)
+        if (prices[0] is None) != (prices[1] is None):
+            raise LLMConfigError(
+                f"{where}: set both price_input_per_mtok and price_output_per_mtok, or neither "
+                "(then the price table decides)"
+            )
+        given = [*prices, self.price_cached_input_per_mtok]
+        if any(p is not None and p < 0 for p in given):
             raise LLMConfigError(f"{where}: prices must be >= 0 USD per 1M tokens")
         if self.thinking_budget is not None:
             if self.backend != "anthropic":
@@ -156,12 +177,20 @@ class RoleConfig:
         """The key from the environment; the error names the variable, never a value."""
         name = self.key_env
         value = os.environ.get(name or "", "")
+        if not value and self.local_server:
+            return LOCAL_SERVER_KEY
         if not name or not value:
             raise LLMConfigError(
                 f"llm.{self.role}: backend {self.backend!r} needs an API key in the environment "
                 f"variable {name}; export it (or set api_key_env to the variable that holds it)"
             )
         return value
+
+    @property
+    def local_server(self) -> bool:
+        """A server on this machine (vLLM, SGLang, llama.cpp): they take any key or none."""
+        host = urlsplit(self.base_url).hostname if self.base_url else None
+        return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 
     @property
     def model_id(self) -> str:
@@ -173,10 +202,23 @@ class RoleConfig:
         """Backend and model as recorded in rollouts, e.g. ``anthropic:claude-3-7-sonnet``."""
         return f"{self.backend}:{self.model_id}" if self.model_id else self.backend
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (
-            input_tokens * self.price_input_per_mtok + output_tokens * self.price_output_per_mtok
-        ) / 1e6
+    @property
+    def price(self) -> Price | None:
+        """The role's own prices, else the table's; None: unknown (a dollar budget refuses)."""
+        if self.price_input_per_mtok is not None and self.price_output_per_mtok is not None:
+            cached = self.price_cached_input_per_mtok
+            return Price(
+                self.price_input_per_mtok,
+                self.price_output_per_mtok,
+                self.price_input_per_mtok if cached is None else cached,
+                source=f"llm.{self.role}.price_*_per_mtok",
+            )
+        return lookup(self.backend, self.model)
+
+    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
+        """USD of one call; 0.0 when the price is unknown (runs with a dollar budget refuse)."""
+        price = self.price
+        return price.cost(input_tokens, output_tokens, cached_input_tokens) if price else 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)

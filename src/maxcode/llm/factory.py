@@ -15,8 +15,9 @@ from typing import Any
 from maxcode.llm.backend import create_backend
 from maxcode.llm.cache import ResponseCache
 from maxcode.llm.client import BudgetTracker, LLMClient
-from maxcode.llm.config import RoleConfig, role_config_from_dict
+from maxcode.llm.config import LLMBudget, RoleConfig, role_config_from_dict
 from maxcode.llm.errors import LLMConfigError
+from maxcode.search.config import Budget
 from maxcode.search.types import Critic, Policy
 
 CACHE_FILE = "llm_responses.sqlite"
@@ -52,7 +53,7 @@ def build_client(
     *,
     cache_dir: Path | None = None,
     cache: ResponseCache | None = None,
-    budget: BudgetTracker | None = None,
+    run_budget: BudgetTracker | None = None,
 ) -> LLMClient:
     """Backend + response cache + the run's budget.
 
@@ -62,7 +63,7 @@ def build_client(
     cfg = _role(cfg, role)
     if cache is None and (cfg.cache_path or cache_dir is not None):
         cache = open_cache(cfg.cache_path or Path(cache_dir) / CACHE_FILE)  # type: ignore[arg-type]
-    return LLMClient(create_backend(cfg), cache=cache, budget=budget)
+    return LLMClient(create_backend(cfg), cache=cache, run_budget=run_budget)
 
 
 def build_policy(
@@ -71,7 +72,7 @@ def build_policy(
     language: str = "cpp",
     cache_dir: Path | None = None,
     cache: ResponseCache | None = None,
-    budget: BudgetTracker | None = None,
+    run_budget: BudgetTracker | None = None,
 ) -> Policy:
     """The generator role for tasks in ``language``; a new budget per call: once per run."""
     cfg = _role(cfg, "generator")
@@ -82,7 +83,7 @@ def build_policy(
     from maxcode.policy.llm_policy import LLMPolicy
 
     return LLMPolicy(
-        build_client(cfg, "generator", cache_dir=cache_dir, cache=cache, budget=budget)
+        build_client(cfg, "generator", cache_dir=cache_dir, cache=cache, run_budget=run_budget)
     )
 
 
@@ -92,7 +93,7 @@ def build_critic(
     language: str = "cpp",
     cache_dir: Path | None = None,
     cache: ResponseCache | None = None,
-    budget: BudgetTracker | None = None,
+    run_budget: BudgetTracker | None = None,
 ) -> Critic:
     """The critic role (the paper's critique model); the offline critic reads any language."""
     cfg = _role(cfg, "critic")
@@ -100,7 +101,29 @@ def build_critic(
         return _offline(*OFFLINE_CRITIC, f"{language} tasks")
     from maxcode.critique.llm_critic import LLMCritic
 
-    return LLMCritic(build_client(cfg, "critic", cache_dir=cache_dir, cache=cache, budget=budget))
+    return LLMCritic(
+        build_client(cfg, "critic", cache_dir=cache_dir, cache=cache, run_budget=run_budget)
+    )
+
+
+def run_budget(budget: Budget, fix: str) -> BudgetTracker | None:
+    """The search's own token and dollar limits, shared by every role of one run."""
+    if budget.max_tokens is None and budget.max_cost_usd is None:
+        return None
+    limits = LLMBudget(max_tokens=budget.max_tokens, max_cost_usd=budget.max_cost_usd)
+    return BudgetTracker("this run", limits, fix)
+
+
+def require_prices(roles: list[RoleConfig], budget: Budget, how: str) -> None:
+    """A dollar budget needs every LLM role's price: an unknown one would count as free."""
+    if budget.max_cost_usd is None:
+        return
+    for cfg in roles:
+        if cfg.price is None:
+            raise LLMConfigError(
+                f"a budget in dollars needs the price of {cfg.identity} ({cfg.role}), which is "
+                f"not in the price table; {how}"
+            )
 
 
 def _offline(module: str, name: str, what: str) -> Any:

@@ -51,12 +51,14 @@ class OpenAIBackend(ChatBackend):
         message = choice.message
         reasoning = (message.model_extra or {}).get("reasoning_content") or ""
         usage = resp.usage
+        details = getattr(usage, "prompt_tokens_details", None) if usage else None
         return Completion(
             text=message.content or "",
             thinking=reasoning,
             finish_reason=choice.finish_reason or "",
             input_tokens=usage.prompt_tokens if usage else 0,
             output_tokens=usage.completion_tokens if usage else 0,
+            cached_input_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0,
             meta={"response_model": resp.model, **({} if usage else {"usage_missing": True})},
         )
 

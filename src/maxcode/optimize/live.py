@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -42,6 +42,8 @@ class Progress:
                 self.last_critique = data["critique"].strip().splitlines()[0][:100]
         elif event == "step_end":
             self.steps_done = data["step"] + 1
+        elif event == "resume":
+            self.best = data["best_reward"]
 
 
 def budget_text(p: Progress) -> str:
@@ -60,10 +62,16 @@ def budget_text(p: Progress) -> str:
 class LiveView:
     """Subscribe ``handle`` to the loop's events; a TTY gets a rich panel, a pipe gets lines."""
 
-    def __init__(self, method: MethodConfig, console: Console | None = None):
+    def __init__(
+        self,
+        method: MethodConfig,
+        console: Console | None = None,
+        on_best: Callable[[str, float], None] | None = None,
+    ):
         self.progress = Progress(method)
         self.console = console or Console(stderr=True)
         self.live: Live | None = None
+        self.on_best = on_best  # gets (source, speedup) of every correct candidate
 
     def __enter__(self) -> LiveView:
         if self.console.is_terminal:
@@ -78,13 +86,34 @@ class LiveView:
 
     def handle(self, event: str, data: dict) -> None:
         self.progress.update(event, data)
-        if self.live is not None:
+        if event == "candidate" and data["status"] == "ok" and data["reward"] and self.on_best:
+            self.on_best(data["source"], data["reward"])
+        if event == "resume":  # said once, above the panel too
+            self.console.print(self._line(event, data), soft_wrap=True)
+        elif self.live is not None:
             self.live.update(self._table())
-        elif event in ("candidate", "step_end", "run_end"):
-            print(self._line(event, data), file=sys.stderr, flush=True)
+        else:
+            self.console.print(self._line(event, data), soft_wrap=True)
 
     def _line(self, event: str, data: dict) -> str:
         p = self.progress
+        if event == "resume":
+            extended = "; depth or budget grew, so the run goes on" if data["extended"] else ""
+            aside = (
+                f"; {data['set_aside']} records of the step in flight set aside in run.jsonl.dropped.jsonl"
+                if data["set_aside"]
+                else ""
+            )
+            return (
+                f"resumed: replayed {data['steps']} finished steps ({data['evaluations']} evaluations, "
+                f"best {data['best_reward']:.3f}x) from the records{aside}{extended}"
+            )
+        if event == "propose":
+            return f"[step {data['step'] + 1}/{p.method.depth}] proposing {data['k']} candidates..."
+        if event == "evaluate":
+            return (
+                f"[step {data['step'] + 1}/{p.method.depth}] evaluating {data['n']} candidates..."
+            )
         if event == "candidate":
             reward = data["reward"]
             return (
@@ -97,6 +126,8 @@ class LiveView:
             return f"[step {data['step'] + 1}/{p.method.depth}] done; best {p.best:.3f}x" + (
                 f"; ETA {eta:.0f}s" if eta is not None else ""
             )
+        if event != "run_end":
+            return f"[{event}]"
         return f"[done] best {data['best_reward']:.3f}x after {data['evaluations']} evaluations ({data['stopped_by']})"
 
     def _table(self) -> Table:

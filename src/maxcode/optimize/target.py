@@ -25,35 +25,26 @@ def detect_kind(target: Path, kind: str | None) -> str:
     )
 
 
-def cpp_task(
-    target: Path, tests: Path | None, make_tests: int | None, out_dir: Path, sandbox_run
-) -> Task:
-    """A C++ target with PIE-style tests, or inputs whose outputs the user's program makes."""
-    source = _read(target)
-    if tests is None:
+def cpp_task(target: Path, tests: Path) -> Task:
+    """A C++ target with PIE-style tests (input.<i>.txt / output.<i>.txt pairs)."""
+    try:
+        discover_tests(tests)
+    except TaskFormatError as err:
         raise TargetError(
-            f"{target}: C++ targets need --tests DIR with input.<i>.txt/output.<i>.txt pairs "
-            "(or input files only, with --make-tests N)"
-        )
-    if not tests.is_dir():
-        raise TargetError(f"--tests {tests}: not a directory")
-    if make_tests is not None:
-        tests = _make_tests(source, tests, make_tests, out_dir / "tests", sandbox_run)
-    else:
-        try:
-            discover_tests(tests)
-        except TaskFormatError as err:
-            raise TargetError(
-                f"{err} (use --make-tests N to create outputs from your program)"
-            ) from err
+            f"--tests {tests}: {err} (use --make-tests N to create outputs from your program)"
+        ) from None
     return Task(
-        task_id=target.stem, suite="user", language="cpp", reference_source=source, tests_dir=tests
+        task_id=target.stem,
+        suite="user",
+        language="cpp",
+        reference_source=read_target(target),
+        tests_dir=tests,
     )
 
 
 def cuda_task(target: Path) -> Task:
     """A KernelBench-format file: Model, get_inputs(), get_init_inputs()."""
-    source = _read(target)
+    source = read_target(target)
     try:
         tree = ast.parse(source, filename=str(target))
     except SyntaxError as err:
@@ -70,8 +61,12 @@ def cuda_task(target: Path) -> Task:
     return Task(task_id=target.stem, suite="user", language="cuda", reference_source=source)
 
 
-def _make_tests(source: str, inputs_dir: Path, n: int, out: Path, sandbox_run) -> Path:
-    inputs = sorted(inputs_dir.glob("input.*.txt"), key=lambda p: int(p.name.split(".")[1]))
+def make_tests(source: str, inputs_dir: Path, n: int, out: Path, sandbox_run) -> None:
+    """Copy the first n inputs to ``out`` with the outputs the user's program prints for them."""
+    inputs = sorted(
+        (p for p in inputs_dir.glob("input.*.txt") if p.name.split(".")[1].isdigit()),
+        key=lambda p: int(p.name.split(".")[1]),
+    )
     if len(inputs) < n:
         raise TargetError(
             f"--make-tests {n}: {inputs_dir} holds only {len(inputs)} input.<i>.txt files"
@@ -79,12 +74,13 @@ def _make_tests(source: str, inputs_dir: Path, n: int, out: Path, sandbox_run) -
     out.mkdir(parents=True, exist_ok=True)
     for i, inp in enumerate(inputs[:n]):
         shutil.copyfile(inp, out / f"input.{i}.txt")
-        stdout = sandbox_run(source, inp)
-        (out / f"output.{i}.txt").write_text(stdout)
-    return out
+        (out / f"output.{i}.txt").write_text(sandbox_run(source, inp))
 
 
-def _read(target: Path) -> str:
+def read_target(target: Path) -> str:
     if not target.is_file():
         raise TargetError(f"{target}: no such file")
-    return target.read_text()
+    try:
+        return target.read_text()
+    except UnicodeDecodeError:
+        raise TargetError(f"{target}: not a text file (UTF-8)") from None

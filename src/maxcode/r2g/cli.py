@@ -25,7 +25,9 @@ KIND_CONFIGS = {"generative": GenerativeR2GConfig, "encoder": EncoderR2GConfig}
 
 @app.command()
 def dataset(
-    rollouts: Annotated[list[Path], typer.Argument(help="rollout .jsonl files or directories")],
+    rollouts: Annotated[
+        list[Path], typer.Argument(metavar="ROLLOUTS", help="rollout .jsonl files or directories")
+    ],
     out: Annotated[Path, typer.Option(help="directory for train/test jsonl and the card")],
     gamma: Annotated[float, typer.Option(help="discount of the max-reward return (search.gamma)")],
     config: Annotated[Path | None, typer.Option(help="YAML with the r2g.dataset block")] = None,
@@ -58,7 +60,9 @@ def dataset(
 
 @app.command()
 def train(
-    dataset_dir: Annotated[Path, typer.Argument(help="output of `maxcode r2g dataset`")],
+    dataset_dir: Annotated[
+        Path, typer.Argument(metavar="DATASET_DIR", help="output of `maxcode r2g dataset`")
+    ],
     out: Annotated[Path, typer.Option(help="model directory (resumes from its checkpoints)")],
     kind: Annotated[str, typer.Option(help="generative | encoder")] = "encoder",
     config: Annotated[Path | None, typer.Option(help="YAML with the r2g.<kind> block")] = None,
@@ -76,8 +80,12 @@ def train(
 
 @app.command()
 def evaluate(
-    model_dir: Annotated[Path, typer.Argument(help="a trained reward-to-go model")],
-    dataset_dir: Annotated[Path, typer.Argument(help="output of `maxcode r2g dataset`")],
+    model_dir: Annotated[
+        Path, typer.Argument(metavar="MODEL_DIR", help="a trained reward-to-go model")
+    ],
+    dataset_dir: Annotated[
+        Path, typer.Argument(metavar="DATASET_DIR", help="output of `maxcode r2g dataset`")
+    ],
     split: Annotated[str, typer.Option(help="train | test")] = "test",
     out: Annotated[Path | None, typer.Option(help="write the metrics JSON here")] = None,
 ) -> None:

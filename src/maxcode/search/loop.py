@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from maxcode.evaluate.result import EvalResult, Status, reward_of
 from maxcode.llm.usage import Usage
@@ -32,8 +33,12 @@ from maxcode.search.types import (
     Policy,
     Proposal,
     Reranker,
+    RunMismatch,
 )
 from maxcode.tasks.model import Task
+
+if TYPE_CHECKING:
+    from maxcode.llm.client import BudgetTracker
 
 REFERENCE_ID = "reference"
 
@@ -79,30 +84,66 @@ class RunContext:
     reward_kind: str = "speedup"
     provenance: dict = field(default_factory=dict)
     on_event: Callable[[str, dict], None] | None = None  # live views subscribe here
+    # The run's LLM limits shared by every role (worst case checked before each call).
+    llm_budget: BudgetTracker | None = None
+    # What a resume must match besides the method (maxcode optimize: target, tests, settings).
+    fingerprint: dict = field(default_factory=dict)
 
 
 def run_search(ctx: RunContext, out_path: Path) -> dict:
-    """Run (or resume) one rollout; returns the ``run_end`` record."""
+    """Run, resume or extend one rollout; returns the newest ``run_end`` record.
+
+    Records on disk are never rewritten except to set aside a step that was in flight
+    (to ``<out>.dropped.jsonl``); records of another run raise :class:`RunMismatch`.
+    A finished run whose depth or budget has grown goes on after a ``run_extend`` record.
+    """
     out_path = Path(out_path)
     _check_parts(ctx)
     existing = list(read_jsonl(out_path))
-    if existing and not _same_run(existing[0], ctx):
-        # Records made by another configuration, task version or policy: not resumable.
-        existing = []
-        out_path.unlink()
-    if existing and existing[-1].get("kind") == "run_end":
-        return existing[-1]
+    if existing:
+        found = run_differences(existing, ctx)
+        if found:
+            raise RunMismatch(out_path, found)
     kept = _complete_steps(existing)
     if len(kept) != len(existing):
-        # Drop the step that was in flight; its work is replayed from the caches.
+        # The step in flight is replayed from the caches; its records are kept aside.
+        with JsonlWriter(out_path.with_name(out_path.name + ".dropped.jsonl")) as aside:
+            for r in existing[len(kept) :]:
+                aside.write(r)
         atomic_write_text(out_path, "".join(_dumps(r) for r in kept))
-    state = replay_state(kept, ctx.method.gamma)
-
     method = ctx.method
+    grown = bool(kept) and _growable(latest_config(kept)) != _growable(method.to_dict())
+    if kept and kept[-1].get("kind") == "run_end" and not grown:
+        return kept[-1]
+    state = replay_state(kept, method.gamma)
+    if ctx.llm_budget is not None:
+        ctx.llm_budget.start_from(state.usage)
+    if kept:
+        _emit(
+            ctx,
+            "resume",
+            {
+                "steps": state.next_step,
+                "evaluations": state.evaluations,
+                "best_reward": state.best.reward if state.best else 0.0,
+                "set_aside": len(existing) - len(kept),
+                "extended": grown,
+            },
+        )
+
     started = time.monotonic() - state.wall_s
     with JsonlWriter(out_path) as writer:
         if not kept:
             writer.write(_run_start_record(ctx))
+        elif grown:
+            writer.write(
+                {
+                    "kind": "run_extend",
+                    "after_step": state.next_step,
+                    "config": method.to_dict(),
+                    "provenance": ctx.provenance,
+                }
+            )
         stopped_by = "depth"
         for step in range(state.next_step, method.depth):
             limit = _budget_hit(method, state, time.monotonic() - started)
@@ -110,8 +151,8 @@ def run_search(ctx: RunContext, out_path: Path) -> dict:
                 stopped_by = limit
                 break
             try:
-                _run_step(ctx, state, step, writer)
-            except BudgetExhausted as err:
+                exhausted = _run_step(ctx, state, step, writer)
+            except BudgetExhausted as err:  # before any candidate of the step was recorded
                 stopped_by = f"budget: {err}"
                 break
             state.wall_s = time.monotonic() - started
@@ -132,6 +173,9 @@ def run_search(ctx: RunContext, out_path: Path) -> dict:
                 "step_end",
                 {"step": step, "best_reward": state.best.reward if state.best else 0.0},
             )
+            if exhausted is not None:  # the step's candidates are recorded, some uncritiqued
+                stopped_by = f"budget: {exhausted}"
+                break
             if (
                 method.target_speedup is not None
                 and state.best
@@ -155,8 +199,12 @@ def run_search(ctx: RunContext, out_path: Path) -> dict:
     return end
 
 
-def _run_step(ctx: RunContext, state: SearchState, step: int, writer: JsonlWriter) -> None:
+def _run_step(
+    ctx: RunContext, state: SearchState, step: int, writer: JsonlWriter
+) -> BudgetExhausted | None:
+    """One step; a budget hit while critiquing records the rest uncritiqued and is returned."""
     method, task = ctx.method, ctx.task
+    exhausted: BudgetExhausted | None = None
     rng = random.Random(step_seed(ctx.seed, task.task_id, method.name, step))
     obs = build_observation(
         task, method, step, state.history, state.best, state.best_discounted_reward(method.gamma)
@@ -170,6 +218,7 @@ def _run_step(ctx: RunContext, state: SearchState, step: int, writer: JsonlWrite
     for p in proposals:
         state.usage = state.usage + p.usage
     chosen, scores = _choose_executed(ctx, obs, proposals, rng)
+    _emit(ctx, "evaluate", {"step": step, "n": len(chosen)})
     results = _evaluate(ctx, [proposals[i] for i in chosen])
     parent = state.best.candidate_id if state.best else REFERENCE_ID
     obs_text = observation_summary(obs)
@@ -180,9 +229,12 @@ def _run_step(ctx: RunContext, state: SearchState, step: int, writer: JsonlWrite
         was_executed = i in executed and p.source is not None
         reward = reward_of(result, ctx.reward_kind) if (was_executed or p.source is None) else None
         critique = None
-        if was_executed and method.critique and ctx.critic is not None:
-            critique = ctx.critic.critique(task, p.source, result)
-            state.usage = state.usage + critique.usage
+        if was_executed and method.critique and ctx.critic is not None and exhausted is None:
+            try:
+                critique = ctx.critic.critique(task, p.source, result)
+                state.usage = state.usage + critique.usage
+            except BudgetExhausted as err:
+                exhausted = err
         cid = candidate_id(p.source) if p.source is not None else None
         record = {
             "kind": "candidate",
@@ -222,9 +274,12 @@ def _run_step(ctx: RunContext, state: SearchState, step: int, writer: JsonlWrite
                     "critique": critique.text if critique else None,
                     "usage": state.usage.to_dict(),
                     "evaluations": state.evaluations,
+                    "candidate_id": cid,
+                    "source": p.source,
                 },
             )
     state.step_rewards.append(step_best)
+    return exhausted
 
 
 def _choose_executed(
@@ -294,21 +349,50 @@ def _check_parts(ctx: RunContext) -> None:
 # ---- replay -------------------------------------------------------------------------
 
 
-def _same_run(first: dict, ctx: RunContext) -> bool:
+GROWABLE = ("depth", "budget")  # a resumed run may change these: it goes on, or stops sooner
+_COMPARED = ("run", "reward_kind", "policy", "critic", "reranker", "evaluator", "task_hash")
+
+
+def run_differences(records: list[dict], ctx: RunContext) -> list[str]:
+    """What makes ``records`` another run than ``ctx`` would make (empty: resumable)."""
+    first = records[0]
+    if first.get("kind") != "run_start":
+        return ["the file does not start with a run_start record"]
     start = _run_start_record(ctx)
-    keys = (
-        "run",
-        "config",
-        "reward_kind",
-        "policy",
-        "critic",
-        "reranker",
-        "evaluator",
-        "task_hash",
-    )
-    return first.get("kind") == "run_start" and all(
-        _normalized(first.get(k)) == _normalized(start.get(k)) for k in keys
-    )
+    found: list[str] = []
+    for key in ("fingerprint", *_COMPARED):
+        found += differences(key, first.get(key), start.get(key))
+    old_config = {k: v for k, v in latest_config(records).items() if k not in GROWABLE}
+    new_config = {k: v for k, v in start["config"].items() if k not in GROWABLE}
+    found += differences("config", old_config, new_config)
+    done = sum(r.get("kind") == "step_end" for r in records)
+    if ctx.method.depth < done:
+        found.append(f"depth: {ctx.method.depth} now, but the records hold {done} steps")
+    return found
+
+
+def differences(key: str, old: object, new: object) -> list[str]:
+    """``key.sub: old in the records, new now`` for each leaf that differs."""
+    old, new = _normalized(old), _normalized(new)
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [
+            d
+            for sub in sorted(set(old) | set(new))
+            for d in differences(f"{key}.{sub}", old.get(sub), new.get(sub))
+        ]
+    return [f"{key}: {old!r} in the records, {new!r} now"]
+
+
+def latest_config(records: list[dict]) -> dict:
+    """The method config in force: the newest ``run_extend``'s, else ``run_start``'s."""
+    configs = [r["config"] for r in records if r.get("kind") in ("run_start", "run_extend")]
+    return configs[-1] if configs else {}
+
+
+def _growable(config: dict) -> dict:
+    return _normalized({k: config.get(k) for k in GROWABLE})
 
 
 def _normalized(value: object) -> object:
@@ -316,11 +400,13 @@ def _normalized(value: object) -> object:
 
 
 def _complete_steps(records: list[dict]) -> list[dict]:
-    """Records up to the last ``step_end``; a step without one was in flight."""
-    last_end = max((i for i, r in enumerate(records) if r.get("kind") == "step_end"), default=None)
-    if last_end is None:
+    """Records up to the last ``step_end``, ``run_end`` or ``run_extend``; after it, a step
+    was in flight."""
+    boundaries = ("step_end", "run_end", "run_extend")
+    last = max((i for i, r in enumerate(records) if r.get("kind") in boundaries), default=None)
+    if last is None:
         return records[:1] if records and records[0].get("kind") == "run_start" else []
-    return records[: last_end + 1]
+    return records[: last + 1]
 
 
 def replay_state(records: list[dict], gamma: float) -> SearchState:
@@ -384,6 +470,7 @@ def _run_start_record(ctx: RunContext) -> dict:
         "reranker": {"name": ctx.reranker.name} if ctx.reranker else None,
         "evaluator": ctx.evaluator.name,
         "task_hash": ctx.task.content_hash(),
+        "fingerprint": ctx.fingerprint,
         "provenance": ctx.provenance,
     }
 
