@@ -86,6 +86,8 @@ class CudaEvaluator:
         self.name = f"maxcode-cuda/{EVALUATOR_VERSION}+{cfg_hash}"
         self._workers: list[GpuWorker] = []
         self._arch: str | None = None
+        self._references: dict[str, dict[str, Any]] = {}
+        self._reference_lock = threading.Lock()
 
     # -- public API -----------------------------------------------------------------------
     def evaluate(self, task: Task, source: str) -> EvalResult:
@@ -354,6 +356,66 @@ class CudaEvaluator:
             while jobs.get() is not None:  # drain so the producer never blocks
                 pass
 
+    def reference_key(self, task: Task, gpu: int | None) -> str:
+        """Reference figures are reused per task source, semantics, precision, timing and GPU model."""
+        cfg = self.config
+        payload = [
+            task.reference_source,
+            cfg.semantics,
+            cfg.precision,
+            cfg.seed,
+            [cfg.warmup, cfg.timing_trials, cfg.timing_seconds, cfg.timing_max_trials],
+            [cfg.flush_l2, cfg.hold_us, cfg.hold_max_us, cfg.time_compiled_reference],
+            nvidia_smi(gpu or 0).get("name", ""),
+            EVALUATOR_VERSION,
+        ]
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
+
+    def _reference_for(self, worker: GpuWorker, task: Task) -> dict[str, Any]:
+        """The task's reference figures, measured once in a process no candidate code enters.
+
+        ``{"reference": figures}`` or ``{"reference": None, "reference_error": why}``; figures
+        are kept in memory and under ``<cache>/references/`` for later batches.
+        """
+        key = self.reference_key(task, worker.gpu)
+        path = self.cache_dir / "references" / f"{key}.json"
+        with self._reference_lock:
+            if key not in self._references:
+                if path.is_file():
+                    self._references[key] = {"reference": json.loads(path.read_text())}
+                else:
+                    self._references[key] = self._measure_reference(worker, task, path)
+            return self._references[key]
+
+    def _measure_reference(self, worker: GpuWorker, task: Task, path: Path) -> dict[str, Any]:
+        job_dir = self.cache_dir / "runs" / f"reference-{uuid.uuid4().hex}"
+        job_dir.mkdir(parents=True, exist_ok=True)
+        (job_dir / "reference.py").write_text(task.reference_source)
+        try:
+            reply = worker.run(
+                {
+                    "entry": "maxcode.evaluate.cuda.worker:run_reference",
+                    "job_dir": str(job_dir),
+                    "config": self._job_config(),
+                    "timeout_s": self.config.run_timeout_s,
+                    "memory_limit_mb": self.config.memory_limit_mb,
+                }
+            )
+        finally:
+            shutil.rmtree(job_dir, ignore_errors=True)
+        if reply.get("status") == "ok":
+            atomic_write_json(path, reply["reference"])
+            return {"reference": reply["reference"]}
+        return {
+            "reference": None,
+            "reference_error": f"{reply.get('status')}: {reply.get('reason', '')}",
+        }
+
+    def _job_config(self) -> dict[str, Any]:
+        return {
+            k: (list(v) if isinstance(v, tuple) else v) for k, v in self.config.to_dict().items()
+        }
+
     def _gpu_jobs(
         self,
         worker: GpuWorker,
@@ -363,14 +425,12 @@ class CudaEvaluator:
         while (job := jobs.get()) is not None:
             reply = worker.run(
                 {
+                    **self._reference_for(worker, job.task),
                     "entry": "maxcode.evaluate.cuda.worker:run_job",
                     "job_dir": str(job.job_dir),
                     "cache_root": str(self.cache_dir / "build"),
                     "cuda_arch": self.cuda_arch,
-                    "config": {
-                        k: (list(v) if isinstance(v, tuple) else v)
-                        for k, v in self.config.to_dict().items()
-                    },
+                    "config": self._job_config(),
                     "task_metadata": job.task.metadata,
                     "timeout_s": self.config.run_timeout_s,
                     "memory_limit_mb": self.config.memory_limit_mb,

@@ -73,6 +73,7 @@ def gpu_environment() -> dict[str, Any]:
         "compute_capability": f"{props.major}.{props.minor}",
         "sm_count": props.multi_processor_count,
         "l2_bytes": getattr(props, "L2_cache_size", None),
+        "memory_mb": round(props.total_memory / 2**20),
         "driver": smi.get("driver_version"),
         "sm_clock_mhz": _num(smi.get("clocks.sm")),
         "max_sm_clock_mhz": _num(smi.get("clocks.max.sm")),
