@@ -175,3 +175,65 @@ def test_on_a_gpu_a_call_after_a_long_one_is_timed_as_when_it_runs_alone():
     after_long = short_median({"short": short_call, "long": long_call}, sized)
     fixed = short_median({"short": short_call, "long": long_call}, worker.GpuHold(100.0, 100.0))
     assert abs(after_long - alone) / alone < 0.03, (alone, after_long, fixed)
+
+
+@pytest.mark.parametrize(
+    ("call_s", "warmups", "rounds"),
+    [
+        (0.5, 2, 10),  # a 500 ms call: warm-up stops at a quarter of the target, the floor rules
+        (0.05, 5, 41),  # 50 ms: rounds fill the 2 s target
+        (0.001, 5, 100),  # 1 ms: the ceiling
+    ],
+)
+def test_rounds_adapt_to_the_cost_of_a_call(trace, monkeypatch, call_s, warmups, rounds):
+    clock = [0.0]
+    monkeypatch.setattr(worker, "_perf_counter", lambda: clock[0])
+    calls = []
+
+    def call():
+        calls.append(1)
+        clock[0] += call_s
+
+    times = worker.time_interleaved(
+        {"candidate": call}, [], 5, 10, False, None, min_seconds=2.0, max_trials=100
+    )
+    assert len(times.gpu_ms["candidate"]) == rounds
+    assert len(calls) == warmups + rounds
+
+
+def test_hooks_see_every_call_and_round_outside_the_timed_window(trace):
+    class Hooks(worker.RoundHooks):
+        def plan(self, trials):
+            trace.append(f"plan {trials}")
+
+        def round_start(self, t):
+            trace.append(f"round {t}")
+
+        def call_start(self, name):
+            trace.append("arm")
+
+        def call_end(self, name, t, out):
+            trace.append(f"disarm {t} {out}")
+
+        def round_end(self, t):
+            trace.append(f"end {t}")
+
+    calls = {"candidate": lambda: "out"}
+    worker.time_interleaved(calls, [], 1, 2, False, None, hooks=Hooks())
+    warm = trace.index("plan 2")
+    assert trace[:warm] == ["sync", "arm", "sync", "disarm -1 out"]
+    assert trace[warm + 1 : warm + 3] == ["event", "event"]
+    assert trace[warm + 3 :] == [
+        step
+        for t in range(2)
+        for step in (
+            f"round {t}",
+            "sync",
+            "arm",
+            "start",
+            "end",
+            "sync",
+            f"disarm {t} out",
+            f"end {t}",
+        )
+    ]

@@ -1,6 +1,5 @@
 """Honest for its first 8 calls, then returns its earlier output whenever it gets the same input tensors again (result caching, 107x in the issue): expected REJECTED timed_result_reuse."""
 
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
