@@ -88,6 +88,7 @@ class CudaEvaluator:
         self._arch: str | None = None
         self._references: dict[str, dict[str, Any]] = {}
         self._reference_lock = threading.Lock()
+        self._gpu_names: dict[int | None, str] = {}
 
     # -- public API -----------------------------------------------------------------------
     def evaluate(self, task: Task, source: str) -> EvalResult:
@@ -366,10 +367,15 @@ class CudaEvaluator:
             cfg.seed,
             [cfg.warmup, cfg.timing_trials, cfg.timing_seconds, cfg.timing_max_trials],
             [cfg.flush_l2, cfg.hold_us, cfg.hold_max_us, cfg.time_compiled_reference],
-            nvidia_smi(gpu or 0).get("name", ""),
+            self._gpu_name(gpu),
             EVALUATOR_VERSION,
         ]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
+
+    def _gpu_name(self, gpu: int | None) -> str:
+        if gpu not in self._gpu_names:
+            self._gpu_names[gpu] = nvidia_smi(gpu or 0).get("name", "")
+        return self._gpu_names[gpu]
 
     def _reference_for(self, worker: GpuWorker, task: Task) -> dict[str, Any]:
         """The task's reference figures, measured once in a process no candidate code enters.

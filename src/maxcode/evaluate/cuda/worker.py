@@ -301,19 +301,21 @@ class _Run:
     def execute(self) -> None:
         t0 = time.monotonic()
         self.setup()
-        self.load_reference()
-        self.construct_reference()
         if self.job.get("reference_error"):
             status, _, why = self.job["reference_error"].partition(": ")
             raise Failed(
                 status if status in ("memory_limit", "timeout") else "runtime_error",
                 f"the task's reference failed in its own process, so no candidate can be judged: {why}",
                 harness_error=True,
+                reference_fits=status != "memory_limit",
             )
+        self.load_reference()
+        self.construct_reference()
         if self.reference is None:  # no reference process: time it before the candidate exists
             with torch.no_grad():
                 self.current_stage = "reference_timing"
                 self.reference = self.time_reference(self.inputs("timing"))
+            self.reference["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
             self.figures["reference_source"] = "this process, before the candidate's import"
         else:
             self.figures["reference_source"] = "reference process"
@@ -902,8 +904,8 @@ class _TimedRounds(RoundHooks):
         rng = random.Random(self.run.seed_for("timed-output-checks"))
         count = min(self.run.cfg.timed_output_checks, trials)
         self.sampled = set(rng.sample(range(trials), count))
-        if count:
-            self.sampled.add(trials - 1)  # the last round: a late switch cannot outlast it
+        if count:  # the last two rounds: a late switch cannot outlast them, both input sets seen
+            self.sampled.update(range(max(0, trials - 2), trials))
 
     def swap(self) -> None:
         for a, b in zip(self.live, self.spare, strict=True):
