@@ -93,12 +93,17 @@ def task(tmp_path_factory):
     return load_problem_file(path, suite="semantics-test")
 
 
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("cuda-cache")
+
+
 @pytest.mark.parametrize("semantics", ["kernelbench-v0.1", "kernelbench-head"])
-def test_running_statistics_are_wrong_and_batch_statistics_right(task, semantics, tmp_path):
+def test_running_statistics_are_wrong_and_batch_statistics_right(task, semantics, cache_dir):
     config = CudaEvalConfig(
         semantics=semantics, correctness_trials=2, timing_trials=5, time_compiled_reference=False
     )
-    with CudaEvaluator(config, tmp_path) as evaluator:
+    with CudaEvaluator(config, cache_dir) as evaluator:
         running, batch = evaluator.evaluate_items(
             [(task, CANDIDATE.replace("STATS", RUNNING)), (task, CANDIDATE.replace("STATS", BATCH))]
         )
