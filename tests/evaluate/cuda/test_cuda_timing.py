@@ -237,3 +237,63 @@ def test_hooks_see_every_call_and_round_outside_the_timed_window(trace):
             f"end {t}",
         )
     ]
+
+
+class _FakeRun:
+    """What _TimedRounds needs from a run: the reference, a comparison, the watchdog, seeds."""
+
+    def __init__(self) -> None:
+        import types
+
+        self.cfg = types.SimpleNamespace(timed_output_checks=3)
+        self.model = lambda a: a * 2
+        self.armed = 0
+
+    def seed_for(self, label: str) -> int:
+        return 7
+
+    def arm(self, what: str) -> None:
+        self.armed += 1
+
+    def disarm(self) -> None:
+        pass
+
+    def check_patches(self, when: str) -> None:
+        pass
+
+    def compare(self, ref, new, index):
+        import torch
+
+        same = all(torch.equal(r, n) for r, n in zip(ref, new, strict=True))
+        return {"status": "ok" if same else "wrong_answer", "reason": "differs"}
+
+
+def _timed_rounds(trace, candidate):
+    import torch
+
+    run = _FakeRun()
+    live, spare = [torch.arange(4.0)], [torch.arange(4.0) + 10]
+    hooks = worker._TimedRounds(run, live, spare)
+    worker.time_interleaved({"candidate": candidate}, live, 2, 12, False, None, hooks=hooks)
+    hooks.restore()
+    return hooks, run, live
+
+
+def test_timed_rounds_swap_contents_and_check_the_last_two_and_sampled_rounds(trace):
+    hooks, run, live = _timed_rounds(trace, lambda a: a * 2)
+    assert {10, 11} <= hooks.sampled and len(hooks.sampled) <= 5
+    assert hooks.checked == len(hooks.sampled) and hooks.mismatch == ""
+    assert live[0].tolist() == [0.0, 1.0, 2.0, 3.0]  # the original contents are back
+    assert run.armed == 2 + 12  # every call, warm-up included, ran under the watchdog
+
+
+def test_a_cache_keyed_on_the_input_tensor_is_caught_in_the_timed_rounds(trace):
+    cache = {}
+
+    def caching(a):
+        if a.data_ptr() not in cache:
+            cache[a.data_ptr()] = a * 2
+        return cache[a.data_ptr()]
+
+    hooks, _, _ = _timed_rounds(trace, caching)
+    assert hooks.mismatch.startswith("timed round ")
