@@ -180,9 +180,12 @@ class CudaEvaluator:
 
     # -- stages ---------------------------------------------------------------------------
     def _static(self, job: _Job) -> EvalResult | None:
-        precision = job.task.metadata.get("precision", "fp32")
+        # half-precision code is a downgrade only where the reference runs at fp32
+        reference_is_fp32 = (
+            self.config.precision == "fp32" and job.task.metadata.get("precision", "fp32") == "fp32"
+        )
         try:
-            findings = static_findings(job.source, reference_is_fp32=precision == "fp32")
+            findings = static_findings(job.source, reference_is_fp32=reference_is_fp32)
         except (SyntaxError, ValueError) as err:
             line = getattr(err, "lineno", None)
             return self._result(
