@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from cuda_candidates import VARIANTS, benchmark_set
 
-from maxcode.evaluate.cuda.checks import CHECKS, split_source, static_findings
+from maxcode.evaluate.cuda.checks import (
+    CHECKS,
+    is_own_kernel,
+    own_kernel_names,
+    split_source,
+    static_findings,
+)
 
 from .cuda_fixtures import HOSTILE
 
@@ -109,3 +115,44 @@ def test_split_source_separates_python_from_string_code():
 
 def test_variants_are_the_four_documented_ones():
     assert VARIANTS == ("fast", "slow", "wrong", "compile_error")
+
+
+def test_own_kernel_names_come_from_global_functions_and_triton_defs():
+    source = '''
+import triton
+cuda = """
+template <typename T> __global__ void __launch_bounds__(256) fused_kernel(T* x) {}
+extern "C" __global__ void plain_kernel(float* x) {}
+__device__ float helper(float x) { return x; }
+"""
+@triton.autotune(configs=[], key=["n"])
+@triton.jit
+def add_kernel(x_ptr, n):
+    pass
+'''
+    assert own_kernel_names(source) == {"fused_kernel", "plain_kernel", "add_kernel"}
+
+
+@pytest.mark.parametrize(
+    ("profiled", "own"),
+    [
+        ("void fused_kernel<float>(float*)", True),
+        ("plain_kernel", True),
+        ("add_kernel_0d1d2", False),
+        ("void at::native::vectorized_elementwise_kernel<4, ...>", False),
+    ],
+)
+def test_a_profiled_kernel_is_matched_by_name_as_a_whole_word(profiled, own):
+    assert is_own_kernel(profiled, {"fused_kernel", "plain_kernel", "add_kernel"}) is own
+
+
+def test_new_fixtures_get_past_static_checks_and_the_unused_kernel_defines_one():
+    for fixture in (
+        "torch_tampering",
+        "backend_flags",
+        "late_reuse",
+        "unused_kernel",
+        "cuda_graph",
+    ):
+        assert ids((HOSTILE / f"{fixture}.py").read_text()) == [], fixture
+    assert own_kernel_names((HOSTILE / "unused_kernel.py").read_text()) == {"saxpy_kernel"}

@@ -104,3 +104,26 @@ def test_each_result_is_reported_as_it_finishes(evaluator, saxpy_task):
     )
     assert seen == [(0, Status.REJECTED), (1, Status.COMPILE_ERROR)]
     assert [r.status for r in results] == [s for _, s in seen]
+
+
+def test_half_precision_code_is_a_downgrade_only_when_the_evaluation_runs_at_fp32(
+    tmp_path, saxpy_task
+):
+    half = hostile("good").replace("ext.saxpy(a, b,", "ext.saxpy(a.half().float(), b,")
+    assert half != hostile("good")
+    at_fp32 = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    assert at_fp32._static(_job(saxpy_task, half, tmp_path)).figures["failed_check"] == (
+        "precision_downgrade"
+    )
+    at_fp16 = CudaEvaluator(
+        CudaEvalConfig(cuda_arch="9.0", semantics="kernelbench-head", precision="fp16"),
+        tmp_path,
+        gpus=[],
+    )
+    assert at_fp16._static(_job(saxpy_task, half, tmp_path)) is None
+
+
+def _job(task, source, tmp_path):
+    from maxcode.evaluate.cuda.evaluator import _Job
+
+    return _Job(0, task, source, tmp_path / "job")

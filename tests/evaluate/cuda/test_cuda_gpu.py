@@ -55,7 +55,7 @@ def test_ok_result_carries_timing_env_and_roofline(results):
     assert r.timing.mode == "cuda_events" and r.timing.unit == "ms" and r.timing.repeats == 30
     assert r.speedup == pytest.approx(r.figures["speedup_vs_eager"], rel=1e-3)
     assert r.figures["speedup_vs_compiled"] > 0
-    assert set(r.figures["runtime_ms"]) == {"candidate", "eager", "compiled"}
+    assert set(r.figures["runtime_ms"]) == {"candidate", "eager", "compiled", "eager_this_process"}
     for stats in r.figures["runtime_ms"].values():
         assert stats["host_median"] > 0 and 100.0 <= stats["hold_us_median"] <= 1000.0
     env = r.figures["env"]
@@ -68,16 +68,21 @@ def test_ok_result_carries_timing_env_and_roofline(results):
 
 def test_stages_are_timed_separately(results):
     stages = results[0].figures["stage_seconds"]
-    for name in ("load", "construct", "result_reuse", "correctness", "shapes", "streams", "timing"):
+    for name in ("load", "construct", "result_reuse", "correctness", "shapes", "forward_trace"):
         assert stages[name] >= 0, stages
-    assert stages["torch_compile"] <= stages["timing"]
+    assert stages["timing"] >= 0 and stages["drift_check"] >= 0
+    assert "torch_compile" not in stages  # done once per task, in the reference process
 
 
 def test_short_kernels_get_more_timed_rounds(builtin_tasks, cache_dir):
     from cuda_candidates import candidate_source
 
     config = CudaEvalConfig(
-        correctness_trials=1, timing_trials=20, timing_seconds=5.0, time_compiled_reference=False
+        correctness_trials=1,
+        timing_trials=20,
+        timing_seconds=5.0,
+        timing_max_trials=200,
+        time_compiled_reference=False,
     )
     with CudaEvaluator(config, cache_dir) as ev:
         r = ev.evaluate(
@@ -85,7 +90,7 @@ def test_short_kernels_get_more_timed_rounds(builtin_tasks, cache_dir):
             candidate_source("1_Scaled_vector_add.py", "fast"),
         )
     assert r.status is Status.OK, r.reason
-    assert r.timing.repeats == 200  # the 10x cap: a vector add never fills 5 s in 200 rounds
+    assert r.timing.repeats == 200  # the ceiling: a vector add never fills 5 s in 200 rounds
 
 
 def test_matmul_reports_flops(results):

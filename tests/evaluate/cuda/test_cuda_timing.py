@@ -175,3 +175,125 @@ def test_on_a_gpu_a_call_after_a_long_one_is_timed_as_when_it_runs_alone():
     after_long = short_median({"short": short_call, "long": long_call}, sized)
     fixed = short_median({"short": short_call, "long": long_call}, worker.GpuHold(100.0, 100.0))
     assert abs(after_long - alone) / alone < 0.03, (alone, after_long, fixed)
+
+
+@pytest.mark.parametrize(
+    ("call_s", "warmups", "rounds"),
+    [
+        (0.5, 2, 10),  # a 500 ms call: warm-up stops at a quarter of the target, the floor rules
+        (0.05, 5, 41),  # 50 ms: rounds fill the 2 s target
+        (0.001, 5, 100),  # 1 ms: the ceiling
+    ],
+)
+def test_rounds_adapt_to_the_cost_of_a_call(trace, monkeypatch, call_s, warmups, rounds):
+    clock = [0.0]
+    monkeypatch.setattr(worker, "_perf_counter", lambda: clock[0])
+    calls = []
+
+    def call():
+        calls.append(1)
+        clock[0] += call_s
+
+    times = worker.time_interleaved(
+        {"candidate": call}, [], 5, 10, False, None, min_seconds=2.0, max_trials=100
+    )
+    assert len(times.gpu_ms["candidate"]) == rounds
+    assert len(calls) == warmups + rounds
+
+
+def test_hooks_see_every_call_and_round_outside_the_timed_window(trace):
+    class Hooks(worker.RoundHooks):
+        def plan(self, trials):
+            trace.append(f"plan {trials}")
+
+        def round_start(self, t):
+            trace.append(f"round {t}")
+
+        def call_start(self, name):
+            trace.append("arm")
+
+        def call_end(self, name, t, out):
+            trace.append(f"disarm {t} {out}")
+
+        def round_end(self, t):
+            trace.append(f"end {t}")
+
+    calls = {"candidate": lambda: "out"}
+    worker.time_interleaved(calls, [], 1, 2, False, None, hooks=Hooks())
+    warm = trace.index("plan 2")
+    assert trace[:warm] == ["sync", "arm", "sync", "disarm -1 out"]
+    assert trace[warm + 1 : warm + 3] == ["event", "event"]
+    assert trace[warm + 3 :] == [
+        step
+        for t in range(2)
+        for step in (
+            f"round {t}",
+            "sync",
+            "arm",
+            "start",
+            "end",
+            "sync",
+            f"disarm {t} out",
+            f"end {t}",
+        )
+    ]
+
+
+class _FakeRun:
+    """What _TimedRounds needs from a run: the reference, a comparison, the watchdog, seeds."""
+
+    def __init__(self) -> None:
+        import types
+
+        self.cfg = types.SimpleNamespace(timed_output_checks=3)
+        self.model = lambda a: a * 2
+        self.armed = 0
+
+    def seed_for(self, label: str) -> int:
+        return 7
+
+    def arm(self, what: str) -> None:
+        self.armed += 1
+
+    def disarm(self) -> None:
+        pass
+
+    def check_patches(self, when: str) -> None:
+        pass
+
+    def compare(self, ref, new, index):
+        import torch
+
+        same = all(torch.equal(r, n) for r, n in zip(ref, new, strict=True))
+        return {"status": "ok" if same else "wrong_answer", "reason": "differs"}
+
+
+def _timed_rounds(trace, candidate):
+    import torch
+
+    run = _FakeRun()
+    live, spare = [torch.arange(4.0)], [torch.arange(4.0) + 10]
+    hooks = worker._TimedRounds(run, live, spare)
+    worker.time_interleaved({"candidate": candidate}, live, 2, 12, False, None, hooks=hooks)
+    hooks.restore()
+    return hooks, run, live
+
+
+def test_timed_rounds_swap_contents_and_check_the_last_two_and_sampled_rounds(trace):
+    hooks, run, live = _timed_rounds(trace, lambda a: a * 2)
+    assert {10, 11} <= hooks.sampled and len(hooks.sampled) <= 5
+    assert hooks.checked == len(hooks.sampled) and hooks.mismatch == ""
+    assert live[0].tolist() == [0.0, 1.0, 2.0, 3.0]  # the original contents are back
+    assert run.armed == 2 + 12  # every call, warm-up included, ran under the watchdog
+
+
+def test_a_cache_keyed_on_the_input_tensor_is_caught_in_the_timed_rounds(trace):
+    cache = {}
+
+    def caching(a):
+        if a.data_ptr() not in cache:
+            cache[a.data_ptr()] = a * 2
+        return cache[a.data_ptr()]
+
+    hooks, _, _ = _timed_rounds(trace, caching)
+    assert hooks.mismatch.startswith("timed round ")

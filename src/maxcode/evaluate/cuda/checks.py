@@ -48,6 +48,12 @@ CHECKS: dict[str, Check] = {
         ),
         Check("timing_patch", "both", "error", "timing or synchronization functions replaced"),
         Check(
+            "torch_tampering",
+            "dynamic",
+            "error",
+            "torch's functions, Tensor methods, backend flags or defaults changed by the candidate",
+        ),
+        Check(
             "precision_downgrade", "both", "error", "computes in lower precision than the reference"
         ),
         Check(
@@ -72,6 +78,18 @@ CHECKS: dict[str, Check] = {
             "dynamic",
             "error",
             "output is a stale reference result left in freed memory",
+        ),
+        Check(
+            "timed_result_reuse",
+            "dynamic",
+            "error",
+            "a timed call's output is not the result for that call's inputs",
+        ),
+        Check(
+            "no_custom_kernel_launched",
+            "dynamic",
+            "error",
+            "forward launches none of the kernels the candidate defines",
         ),
         Check(
             "hardcoded_shapes",
@@ -194,3 +212,25 @@ def static_findings(source: str, reference_is_fp32: bool = True) -> list[Finding
     for f in findings:
         deduped.setdefault(f.check_id, f)
     return [deduped[c] for c in CHECKS if c in deduped]
+
+
+# Rationale: `__global__ void name(` (qualifiers and templates allowed); Triton kernels are the
+# functions under @triton.jit / @triton.autotune, profiled under the function's own name.
+_GLOBAL_NAME_C = re.compile(r"__global__\s+(?:[\w:<>,\s\*&]*?\s)?(\w+)\s*\(")
+_LAUNCH_BOUNDS_C = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+_TRITON_DEF_PY = re.compile(
+    r"@\s*triton\s*\.\s*(?:jit|autotune|heuristics)\b[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)"
+)
+
+
+def own_kernel_names(source: str) -> set[str]:
+    """Names of the kernels a candidate defines: its CUDA ``__global__`` and Triton functions."""
+    py_code, c_code = split_source(source)
+    names = set(_GLOBAL_NAME_C.findall(_LAUNCH_BOUNDS_C.sub(" ", c_code)))
+    names.update(_TRITON_DEF_PY.findall(py_code))
+    return names
+
+
+def is_own_kernel(profiled_name: str, own: set[str]) -> bool:
+    """A profiler kernel name (demangled, with templates and arguments) is one of ``own``."""
+    return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", profiled_name) for n in own)

@@ -14,9 +14,11 @@ SEVERITIES = ("error", "warn", "off")
 class CudaEvalConfig:
     """How candidates are built, checked, run and timed.
 
-    Groups: correctness (seed, trials, tolerances), timing (warm-up, trials, L2
-    flush, compiled reference), building (workers, optimisation, cache), sandbox
-    (timeouts, memory) and anti-cheat (per-check severity, speedup flag).
+    Groups: correctness (seed, trials, KernelBench semantics and precision; the
+    tolerances come from the semantics), timing (warm-up, floor/target/ceiling of
+    rounds, L2 flush, compiled reference), building (workers, optimisation, cache),
+    sandbox (timeouts, per-call watchdog, memory) and anti-cheat (per-check severity,
+    speedup flag).
     """
 
     # correctness
@@ -26,24 +28,49 @@ class CudaEvalConfig:
     correctness_trials: int = field(
         default=5, metadata={"help": "fresh random inputs per candidate, each with its own seed"}
     )
-    atol_fp32: float = field(
-        default=1e-2, metadata={"help": "abs tolerance at fp32 (KernelBench v0/v0.1: 1e-2)"}
+    semantics: str = field(
+        default="kernelbench-v0.1",
+        metadata={
+            "help": "the KernelBench harness reproduced (module mode, seeding points, tolerances): kernelbench-v0.1 or kernelbench-head; see maxcode.evaluate.cuda.semantics"
+        },
     )
-    rtol_fp32: float = field(
-        default=1e-2, metadata={"help": "rel tolerance at fp32 (KernelBench v0/v0.1: 1e-2)"}
+    precision: str = field(
+        default="fp32",
+        metadata={
+            "help": "fp32, fp16 or bf16: inputs and weights cast as KernelBench casts them (fp16/bf16 need kernelbench-head)"
+        },
     )
-    atol_half: float = field(default=5e-2, metadata={"help": "abs tolerance at fp16/bf16"})
-    rtol_half: float = field(default=5e-2, metadata={"help": "rel tolerance at fp16/bf16"})
+    fast_inputs: bool = field(
+        default=False,
+        metadata={
+            "help": "generate correctness inputs on the GPU: same distributions, other values than KernelBench's CPU generator, seconds faster for multi-GB inputs"
+        },
+    )
     # timing
     warmup: int = field(default=5, metadata={"help": "untimed calls of each variant before timing"})
     timing_trials: int = field(
-        default=100,
-        metadata={"help": "timed calls per variant, interleaved candidate/eager/compiled"},
+        default=20,
+        metadata={"help": "floor of timed calls per variant, interleaved candidate/eager"},
     )
     timing_seconds: float = field(
-        default=1.0,
+        default=2.0,
         metadata={
-            "help": "short kernels get more timed rounds (up to 10x timing_trials) until they fill about this many seconds, judged from the warm-up rounds (none without warm-up)"
+            "help": "target: rounds are added above the floor until they fill about this many seconds, judged from the warm-up rounds (none without warm-up)"
+        },
+    )
+    timing_max_trials: int = field(
+        default=1000, metadata={"help": "ceiling of timed calls per variant"}
+    )
+    timed_output_checks: int = field(
+        default=3,
+        metadata={
+            "help": "timed rounds, drawn at random, whose candidate output is compared with the eager reference's for the same inputs (check timed_result_reuse)"
+        },
+    )
+    reference_drift_max: float = field(
+        default=0.1,
+        metadata={
+            "help": "relative difference allowed between the eager reference timed in the candidate's process and in the reference process before a warning"
         },
     )
     flush_l2: bool = field(
@@ -105,6 +132,21 @@ class CudaEvalConfig:
     run_timeout_s: float = field(
         default=300.0, metadata={"help": "wall-clock limit of one candidate's GPU evaluation"}
     )
+    watchdog_factor: float = field(
+        default=10.0,
+        metadata={
+            "help": "a candidate call running longer than this many times the reference's call (or watchdog_floor_s) is killed: timeout"
+        },
+    )
+    watchdog_floor_s: float = field(
+        default=5.0, metadata={"help": "shortest watchdog limit of one call, seconds"}
+    )
+    watchdog_first_call_s: float = field(
+        default=12.0,
+        metadata={
+            "help": "watchdog limit of a candidate's first call (Triton JIT, lazy initialisation), seconds"
+        },
+    )
     memory_limit_mb: int = field(
         default=32768,
         metadata={"help": "host RSS limit of a compile job or evaluation process; killed above it"},
@@ -133,7 +175,9 @@ class CudaEvalConfig:
 
     def __post_init__(self) -> None:
         from maxcode.evaluate.cuda.checks import CHECKS
+        from maxcode.evaluate.cuda.semantics import check_semantics
 
+        check_semantics(self.semantics, self.precision)
         for name in ("correctness_trials", "timing_trials", "profile_calls"):
             if getattr(self, name) < 1:
                 raise ValueError(f"CudaEvalConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -150,9 +194,22 @@ class CudaEvalConfig:
             raise ValueError(
                 f"CudaEvalConfig.hold_max_us ({self.hold_max_us}) must be >= hold_us ({self.hold_us})"
             )
-        for name in ("atol_fp32", "rtol_fp32", "atol_half", "rtol_half"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"CudaEvalConfig.{name} must be > 0, got {getattr(self, name)}")
+        if self.timing_max_trials < self.timing_trials:
+            raise ValueError(
+                f"CudaEvalConfig.timing_max_trials ({self.timing_max_trials}) must be >= timing_trials ({self.timing_trials})"
+            )
+        if self.timed_output_checks < 0 or self.reference_drift_max <= 0:
+            raise ValueError(
+                "CudaEvalConfig.timed_output_checks must be >= 0 and reference_drift_max > 0"
+            )
+        if (
+            self.watchdog_factor <= 1
+            or self.watchdog_floor_s <= 0
+            or self.watchdog_first_call_s <= 0
+        ):
+            raise ValueError(
+                f"CudaEvalConfig.watchdog_factor must be > 1 (got {self.watchdog_factor}) and watchdog_floor_s, watchdog_first_call_s > 0 seconds"
+            )
         if self.compile_timeout_s <= 0 or self.run_timeout_s <= 0:
             raise ValueError("CudaEvalConfig timeouts must be > 0 seconds")
         if self.excessive_speedup <= 1:

@@ -30,7 +30,7 @@ from typing import Any
 from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec, detect_toolchain
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
-from maxcode.evaluate.cuda.figures import detect_cuda_arch
+from maxcode.evaluate.cuda.figures import detect_cuda_arch, nvidia_smi
 from maxcode.evaluate.cuda.gpus import compile_pool_size, visible_gpus, with_multicast_off
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
@@ -92,6 +92,9 @@ class CudaEvaluator:
         self._workers: list[GpuWorker] = []
         self._arch: str | None = None
         self._jail: Confinement | None = None
+        self._references: dict[str, dict[str, Any]] = {}
+        self._reference_lock = threading.Lock()
+        self._gpu_names: dict[str | None, str] = {}
 
     @property
     def jail(self) -> Confinement:
@@ -191,9 +194,12 @@ class CudaEvaluator:
 
     # -- stages ---------------------------------------------------------------------------
     def _static(self, job: _Job) -> EvalResult | None:
-        precision = job.task.metadata.get("precision", "fp32")
+        # half-precision code is a downgrade only where the reference runs at fp32
+        reference_is_fp32 = (
+            self.config.precision == "fp32" and job.task.metadata.get("precision", "fp32") == "fp32"
+        )
         try:
-            findings = static_findings(job.source, reference_is_fp32=precision == "fp32")
+            findings = static_findings(job.source, reference_is_fp32=reference_is_fp32)
         except (SyntaxError, ValueError) as err:
             line = getattr(err, "lineno", None)
             return self._result(
@@ -416,6 +422,71 @@ class CudaEvaluator:
             while jobs.get() is not None:  # drain so the producer never blocks
                 pass
 
+    def reference_key(self, task: Task, gpu: str | None) -> str:
+        """Reference figures are reused per task source, semantics, precision, timing and GPU model."""
+        cfg = self.config
+        payload = [
+            task.reference_source,
+            cfg.semantics,
+            cfg.precision,
+            cfg.seed,
+            [cfg.warmup, cfg.timing_trials, cfg.timing_seconds, cfg.timing_max_trials],
+            [cfg.flush_l2, cfg.hold_us, cfg.hold_max_us, cfg.time_compiled_reference],
+            self._gpu_name(gpu),
+            EVALUATOR_VERSION,
+        ]
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
+
+    def _gpu_name(self, gpu: str | None) -> str:
+        if gpu not in self._gpu_names:
+            self._gpu_names[gpu] = nvidia_smi(gpu or "0").get("name", "")
+        return self._gpu_names[gpu]
+
+    def _reference_for(self, worker: GpuWorker, task: Task) -> dict[str, Any]:
+        """The task's reference figures, measured once in a process no candidate code enters.
+
+        ``{"reference": figures}`` or ``{"reference": None, "reference_error": why}``; figures
+        are kept in memory and under ``<cache>/references/`` for later batches.
+        """
+        key = self.reference_key(task, worker.gpu)
+        path = self.cache_dir / "references" / f"{key}.json"
+        with self._reference_lock:
+            if key not in self._references:
+                if path.is_file():
+                    self._references[key] = {"reference": json.loads(path.read_text())}
+                else:
+                    self._references[key] = self._measure_reference(worker, task, path)
+            return self._references[key]
+
+    def _measure_reference(self, worker: GpuWorker, task: Task, path: Path) -> dict[str, Any]:
+        job_dir = self.cache_dir / "runs" / f"reference-{uuid.uuid4().hex}"
+        job_dir.mkdir(parents=True, exist_ok=True)
+        (job_dir / "reference.py").write_text(task.reference_source)
+        try:
+            reply = worker.run(
+                {
+                    "entry": "maxcode.evaluate.cuda.worker:run_reference",
+                    "job_dir": str(job_dir),
+                    "config": self._job_config(),
+                    "timeout_s": self.config.run_timeout_s,
+                    "memory_limit_mb": self.config.memory_limit_mb,
+                }
+            )
+        finally:
+            shutil.rmtree(job_dir, ignore_errors=True)
+        if reply.get("status") == "ok":
+            atomic_write_json(path, reply["reference"])
+            return {"reference": reply["reference"]}
+        return {
+            "reference": None,
+            "reference_error": f"{reply.get('status')}: {reply.get('reason', '')}",
+        }
+
+    def _job_config(self) -> dict[str, Any]:
+        return {
+            k: (list(v) if isinstance(v, tuple) else v) for k, v in self.config.to_dict().items()
+        }
+
     def _gpu_jobs(
         self,
         worker: GpuWorker,
@@ -425,14 +496,12 @@ class CudaEvaluator:
         while (job := jobs.get()) is not None:
             reply = worker.run(
                 {
+                    **self._reference_for(worker, job.task),
                     "entry": "maxcode.evaluate.cuda.worker:run_job",
                     "job_dir": str(job.job_dir),
                     "cache_root": str(self.cache_dir / "build"),
                     "cuda_arch": self.cuda_arch,
-                    "config": {
-                        k: (list(v) if isinstance(v, tuple) else v)
-                        for k, v in self.config.to_dict().items()
-                    },
+                    "config": self._job_config(),
                     "task_metadata": job.task.metadata,
                     "timeout_s": self.config.run_timeout_s,
                     "memory_limit_mb": self.config.memory_limit_mb,

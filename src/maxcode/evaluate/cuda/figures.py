@@ -34,8 +34,9 @@ _SMI_FIELDS = (
 )
 
 
-def nvidia_smi(index: int = 0) -> dict[str, str]:
-    """One GPU's row from nvidia-smi, keyed by field; empty when there is no nvidia-smi or GPU."""
+def nvidia_smi(index: int | str = 0) -> dict[str, str]:
+    """One GPU's row from nvidia-smi (by index or UUID), keyed by field; empty when there is no
+    nvidia-smi or GPU."""
     if shutil.which("nvidia-smi") is None:
         return {}
     try:
@@ -73,6 +74,7 @@ def gpu_environment() -> dict[str, Any]:
         "compute_capability": f"{props.major}.{props.minor}",
         "sm_count": props.multi_processor_count,
         "l2_bytes": getattr(props, "L2_cache_size", None),
+        "memory_mb": round(props.total_memory / 2**20),
         "driver": smi.get("driver_version"),
         "sm_clock_mhz": _num(smi.get("clocks.sm")),
         "max_sm_clock_mhz": _num(smi.get("clocks.max.sm")),

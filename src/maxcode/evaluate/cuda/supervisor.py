@@ -26,9 +26,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import mmap
 import os
 import select
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -61,8 +63,11 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
     result_path = job_dir / "result.json"
     log_path = job_dir / "output.log"
     start = time.monotonic()
+    watchdog = Watchdog()
     pid = os.fork()
     if pid == 0:  # child: own session (so grandchildren die with it), stdio to the log
+        global _child_watchdog
+        _child_watchdog = watchdog
         os.setsid()
         try:
             _jail_this_child(job_dir)
@@ -100,12 +105,13 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
             break
         rss = _rss_kb(pid)
         peak_kb = max(peak_kb, rss)
-        if time.monotonic() - start > timeout_s:
+        verdict = _watchdog_verdict(watchdog)
+        if verdict is None and time.monotonic() - start > timeout_s:
             verdict = {
                 "status": "timeout",
                 "reason": f"evaluation exceeded {timeout_s:.0f} s and was killed",
             }
-        elif rss > limit_kb:
+        elif verdict is None and rss > limit_kb:
             verdict = {
                 "status": "memory_limit",
                 "reason": f"host memory {rss // 1024} MB exceeded the {limit_kb // 1024} MB limit",
@@ -135,6 +141,7 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
             "reason": f"evaluation process died ({how}) without a result",
         }
     _kill_group(pid)  # anything the candidate left running in its session
+    watchdog.close()
     verdict.setdefault("figures", {})
     verdict["figures"]["process_seconds"] = elapsed
     verdict["figures"]["peak_rss_mb"] = round(peak_kb / 1024, 1)
@@ -163,6 +170,60 @@ def sandbox_level() -> str:
             "are not open to other users, so no dedicated uid)"
         )
     return "full"
+
+
+class Watchdog:
+    """A per-call deadline the candidate's process arms and the parent's poll loop enforces.
+
+    The child cannot be trusted to stop itself: a kernel that never ends blocks it in a CUDA
+    call, a Python spin never returns. So the child writes a deadline into memory shared
+    with the parent (an anonymous shared mapping made before the fork) before each call it
+    supervises and clears it after; the parent kills the process group once the deadline
+    passes, within one poll of it.
+    """
+
+    _LAYOUT = struct.Struct("dd96s")  # deadline (time.monotonic), seconds allowed, what runs
+
+    def __init__(self) -> None:
+        self._shared = mmap.mmap(-1, self._LAYOUT.size)  # MAP_SHARED | MAP_ANONYMOUS
+
+    def arm(self, seconds: float, what: str) -> None:
+        self._LAYOUT.pack_into(
+            self._shared, 0, time.monotonic() + seconds, seconds, what.encode()[:96]
+        )
+
+    def disarm(self) -> None:
+        self._LAYOUT.pack_into(self._shared, 0, 0.0, 0.0, b"")
+
+    def close(self) -> None:
+        self._shared.close()
+
+    def expired(self) -> tuple[float, str] | None:
+        """(seconds allowed, what ran) once an armed deadline has passed, else None."""
+        deadline, seconds, what = self._LAYOUT.unpack_from(self._shared, 0)
+        if deadline and time.monotonic() > deadline:
+            return seconds, what.rstrip(b"\0").decode(errors="replace")
+        return None
+
+
+_child_watchdog: Watchdog | None = None
+
+
+def child_watchdog() -> Watchdog | None:
+    """The watchdog of the evaluation this process runs, if a supervisor started it."""
+    return _child_watchdog
+
+
+def _watchdog_verdict(watchdog: Watchdog) -> dict[str, Any] | None:
+    expired = watchdog.expired()
+    if expired is None:
+        return None
+    seconds, what = expired
+    return {
+        "status": "timeout",
+        "reason": f"{what or 'a supervised call'} ran longer than its watchdog limit of {seconds:.1f} s and was killed",
+        "figures": {"watchdog_s": round(seconds, 3)},
+    }
 
 
 def _rss_kb(pid: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import random
 import statistics
 import threading
 import time
@@ -23,7 +24,7 @@ from typing import Any, NamedTuple
 import torch
 
 from maxcode.evaluate.cuda.build import BuildCache, BuildError, BuildOutcome
-from maxcode.evaluate.cuda.checks import Finding
+from maxcode.evaluate.cuda.checks import Finding, is_own_kernel, own_kernel_names
 from maxcode.evaluate.cuda.config import CudaEvalConfig
 from maxcode.evaluate.cuda.figures import gpu_environment, roofline
 from maxcode.evaluate.cuda.loader import (
@@ -32,6 +33,9 @@ from maxcode.evaluate.cuda.loader import (
     load_module,
     with_constant,
 )
+from maxcode.evaluate.cuda.semantics import SEMANTICS
+from maxcode.evaluate.cuda.supervisor import child_watchdog
+from maxcode.evaluate.cuda.tampering import TorchSnapshot
 
 # Bound before any candidate code runs: the harness keeps using these even if a candidate patches them.
 _isclose = torch.isclose
@@ -153,9 +157,13 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             "compile_error",
             f"extension '{err.outcome.name}' failed to build: {err.outcome.first_error}",
         )
+    except torch.cuda.OutOfMemoryError as err:
+        status, reason = "memory_limit", run.out_of_memory(run.current_stage, err)
     except Exception as err:  # e.g. a sticky CUDA error the candidate caused, surfacing later
         status, reason = "runtime_error", f"evaluation failed: {_describe(err)}"
         run.figures["traceback"] = traceback.format_exc()[-3000:]
+    run.disarm()
+    run.record_gpu_memory()
     return {
         "status": status,
         "reason": reason,
@@ -167,17 +175,80 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def run_reference(job: dict[str, Any]) -> dict[str, Any]:
+    """Entry point of a task's reference process: times the reference where no candidate runs.
+
+    The evaluator runs it once per (task, semantics, precision, GPU) and hands the figures to
+    every candidate of the task, so the eager and torch.compile figures a speedup divides by
+    come from a process that never imported candidate code.
+    """
+    run = _Run(job)
+    try:
+        run.setup()
+        run.load_reference()
+        run.construct_reference()
+        with torch.no_grad():
+            reference = run.time_reference(run.inputs("timing"))
+        run.record_gpu_memory()
+        reference["peak_gpu_mb"] = run.figures["peak_gpu_mb"]
+        return {"status": "ok", "reason": "", "reference": reference, "figures": run.figures}
+    except torch.cuda.OutOfMemoryError as err:
+        run.record_gpu_memory()
+        return {
+            "status": "memory_limit",
+            "reason": f"the reference alone ran out of GPU memory: {_describe(err)}",
+            "figures": run.figures,
+        }
+    except Failed as fail:
+        return {"status": fail.status, "reason": fail.reason, "figures": run.figures}
+    except Exception as err:
+        return {
+            "status": "runtime_error",
+            "reason": f"reference failed: {_describe(err)}",
+            "figures": run.figures,
+        }
+
+
+def set_seed(seed: int) -> None:
+    """KernelBench's ``set_seed``: the CPU and every CUDA generator."""
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed(seed)
+
+
+def kernelbench_trial_seeds(seed: int, trials: int) -> list[int]:
+    """KernelBench's correctness-trial seeds (``run_and_check_correctness``), bit for bit."""
+    torch.manual_seed(seed)
+    return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(trials)]
+
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
 class _Run:
     def __init__(self, job: dict[str, Any]):
         self.job = job
         self.cfg = CudaEvalConfig.from_dict(job["config"])
+        self.semantics = SEMANTICS[self.cfg.semantics]
         self.task_meta = job.get("task_metadata", {})
+        self.precision = self.cfg.precision
+        self.dtype = DTYPES[self.precision]
         self.tests: list[dict[str, Any]] = []
         self.timing: dict[str, Any] | None = None
         self.profile: dict[str, Any] | None = None
-        self.figures: dict[str, Any] = {"warnings": [], "stage_seconds": {}}
+        self.figures: dict[str, Any] = {
+            "warnings": [],
+            "stage_seconds": {},
+            "semantics": self.cfg.semantics,
+            "kernelbench_commit": self.semantics.kernelbench_commit,
+            "precision": self.precision,
+        }
         self.builds: list[BuildOutcome] = []
         self.job_dir = Path(job["job_dir"])
+        self.reference: dict[str, Any] | None = job.get("reference")
+        self.current_stage = "setup"
+        self.candidate_calls = 0
+        self.ref_call_s: float | None = None
+        self.watchdog = child_watchdog()
 
     # -- plumbing -------------------------------------------------------------------------
     def finding(self, check_id: str, message: str) -> None:
@@ -196,21 +267,67 @@ class _Run:
     def seed_for(self, label: str) -> int:
         return int(hashlib.sha256(f"{self.cfg.seed}:{label}".encode()).hexdigest()[:8], 16)
 
+    def record_gpu_memory(self) -> None:
+        if torch.cuda.is_initialized():
+            self.figures["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+            self.figures["peak_gpu_reserved_mb"] = round(
+                torch.cuda.max_memory_reserved() / 2**20, 1
+            )
+
+    def out_of_memory(self, stage: str, err: BaseException) -> str:
+        """The OOM verdict: where, and whether the reference alone fits on this GPU."""
+        total_mb = self.env.get("memory_mb") if hasattr(self, "env") else None
+        ref_mb = (self.reference or {}).get("peak_gpu_mb")
+        if ref_mb is None:
+            fits = "the reference alone was not measured"
+        elif total_mb and ref_mb > total_mb:
+            fits = f"the reference alone needs {ref_mb / 1024:.1f} GiB and does not fit either"
+        else:
+            fits = (
+                f"the reference alone peaks at {ref_mb / 1024:.1f} GiB"
+                + (f" of {total_mb / 1024:.1f} GiB" if total_mb else "")
+                + " and fits, so the candidate's own memory use ran it out"
+            )
+        self.figures["reference_fits"] = ref_mb is not None and not (total_mb and ref_mb > total_mb)
+        return f"out of GPU memory during {stage}: {_describe(err)}; {fits}"
+
     # -- stages ---------------------------------------------------------------------------
-    def execute(self) -> None:
-        t0 = time.monotonic()
+    def setup(self) -> None:
         torch.cuda.set_device(0)
         self.env = gpu_environment()
         self.figures["env"] = self.env
         self.device = torch.device("cuda", 0)
-        self.load()
+
+    def execute(self) -> None:
+        t0 = time.monotonic()
+        self.setup()
+        if self.job.get("reference_error"):
+            status, _, why = self.job["reference_error"].partition(": ")
+            raise Failed(
+                status if status in ("memory_limit", "timeout") else "runtime_error",
+                f"the task's reference failed in its own process, so no candidate can be judged: {why}",
+                harness_error=True,
+                reference_fits=status != "memory_limit",
+            )
+        self.load_reference()
+        self.construct_reference()
+        if self.reference is None:  # no reference process: time it before the candidate exists
+            with torch.no_grad():
+                self.current_stage = "reference_timing"
+                self.reference = self.time_reference(self.inputs("timing"))
+            self.reference["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+            self.figures["reference_source"] = "this process, before the candidate's import"
+        else:
+            self.figures["reference_source"] = "reference process"
+        self.ref_call_s = self.reference["eager"]["median"] / 1000.0
+        self.load_candidate()
         self.stage("load", t0)
         stages = [
-            ("construct", self.construct),
+            ("construct", self.construct_candidate),
             ("result_reuse", self.check_result_reuse),
             ("correctness", self.correctness),
             ("shapes", self.check_shapes_generalize),
-            ("streams", self.check_streams),
+            ("forward_trace", self.trace_forward),
             ("timing", self.time_all),
         ]
         if self.cfg.profile:
@@ -218,14 +335,13 @@ class _Run:
         with torch.no_grad():
             for name, run in stages:
                 t0 = time.monotonic()
+                self.current_stage = name
                 run()
                 self.stage(name, t0)
 
-    def load(self) -> None:
-        ref_path = self.job_dir / "reference.py"
-        cand_path = self.job_dir / "candidate.py"
+    def load_reference(self) -> None:
         try:
-            self.ref = load_module(ref_path, "maxcode_reference")
+            self.ref = load_module(self.job_dir / "reference.py", "maxcode_reference")
             for name in ("Model", "get_inputs", "get_init_inputs"):
                 getattr(self.ref, name)
         except Exception as err:
@@ -234,13 +350,41 @@ class _Run:
                 f"task reference failed to load: {_describe(err)}",
                 harness_error=True,
             ) from err
-        before = {k: get() for k, get in _GUARDED.items()}
+
+    def cast(self, value: Any) -> Any:
+        """KernelBench's ``_process_input_tensor``: floating tensors to the precision, then the GPU."""
+        if not isinstance(value, torch.Tensor):
+            return value
+        if self.semantics.casts_to_precision and value.is_floating_point():
+            value = value.to(dtype=self.dtype)
+        return value.to(self.device)
+
+    def to_model_device(self, model: torch.nn.Module) -> torch.nn.Module:
+        if self.semantics.casts_to_precision:
+            model = model.to(device=self.device, dtype=self.dtype)
+        else:
+            model = model.to(self.device)
+        return model if self.semantics.train_mode else model.eval()
+
+    def construct_reference(self) -> None:
+        """As KernelBench: set_seed before the init inputs and before the model, built on the CPU."""
+        set_seed(self.cfg.seed)
+        self.init_inputs = [self.cast(v) for v in self.ref.get_init_inputs()]
+        with torch.no_grad():
+            set_seed(self.cfg.seed)
+            self.model = self.to_model_device(self.ref.Model(*self.init_inputs))
+
+    def load_candidate(self) -> None:
+        self.current_stage = "load"
+        self.guarded = {k: get() for k, get in _GUARDED.items()}
+        self.torch_state = TorchSnapshot.take()
         cache = BuildCache(
             Path(self.job["cache_root"]),
             self.job["cuda_arch"],
             self.cfg.host_pch,
             self.cfg.light_cuda_headers,
         )
+        cand_path = self.job_dir / "candidate.py"
         try:
             with cached_load_inline(cache, self.cfg.compile_timeout_s, self.builds.append):
                 self.cand = load_module(cand_path, "maxcode_candidate")
@@ -250,40 +394,45 @@ class _Run:
             raise Failed(
                 "runtime_error", f"candidate module raised at import: {_describe(err)}"
             ) from err
-        self.guarded = before
         self.check_patches("at import")
         if not hasattr(self.cand, "ModelNew"):
             raise Failed("runtime_error", "candidate defines no ModelNew class")
+        self.own_kernels = own_kernel_names(cand_path.read_text())
 
     def check_patches(self, when: str) -> None:
-        if not self.enabled("timing_patch"):
-            return
-        changed = [k for k, get in _GUARDED.items() if get() is not self.guarded[k]]
-        if changed:
-            for k in changed:  # restore so the rest of the harness measures honestly
-                _restore(k, self.guarded[k])
-            self.finding("timing_patch", f"{', '.join(changed)} replaced {when}")
-
-    def to_device(self, values: list[Any]) -> list[Any]:
-        return [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in values]
+        if self.enabled("timing_patch"):
+            changed = [k for k, get in _GUARDED.items() if get() is not self.guarded[k]]
+            if changed:
+                for k in changed:  # restore so the rest of the harness measures honestly
+                    _restore(k, self.guarded[k])
+                self.finding("timing_patch", f"{', '.join(changed)} replaced {when}")
+        if self.enabled("torch_tampering"):
+            changed = self.torch_state.changes()
+            if changed:
+                self.torch_state.restore()  # the rest of the run sees torch as shipped
+                shown = "; ".join(changed[:6]) + (
+                    f"; and {len(changed) - 6} more" if len(changed) > 6 else ""
+                )
+                self.finding("torch_tampering", f"{shown} ({when})")
 
     def inputs(self, label: str, module: Any = None) -> list[Any]:
-        seed = self.seed_for(label)
-        torch.manual_seed(seed)
-        torch.cuda.manual_seed(seed)
-        with self.device:  # generate on the GPU: the CPU generator is slow for 10^7-element inputs
-            return self.to_device(list((module or self.ref).get_inputs()))
+        """Inputs of the harness's own stages (bait, timing, shapes): generated on the GPU."""
+        set_seed(self.seed_for(label))
+        with self.device:  # the CPU generator is slow for 10^7-element inputs
+            return [self.cast(v) for v in (module or self.ref).get_inputs()]
 
-    def construct(self) -> None:
-        init = self.to_device(list(self.ref.get_init_inputs()))
-        seed = self.seed_for("weights")
-        torch.manual_seed(seed)
-        torch.cuda.manual_seed(seed)
-        self.model = self.ref.Model(*init).to(self.device).eval()
-        torch.manual_seed(seed)
-        torch.cuda.manual_seed(seed)
+    def trial_inputs(self, trial_seed: int) -> list[Any]:
+        """Correctness inputs as KernelBench makes them: set_seed(trial), get_inputs() on the CPU."""
+        set_seed(trial_seed)
+        if self.cfg.fast_inputs or not self.semantics.inputs_on_cpu:
+            with self.device:
+                return [self.cast(v) for v in self.ref.get_inputs()]
+        return [self.cast(v) for v in self.ref.get_inputs()]
+
+    def construct_candidate(self) -> None:
         try:
-            self.model_new = self.cand.ModelNew(*init).to(self.device).eval()
+            set_seed(self.cfg.seed)
+            self.model_new = self.to_model_device(self.cand.ModelNew(*self.init_inputs))
         except Exception as err:
             raise Failed(
                 "runtime_error", f"ModelNew(*get_init_inputs()) raised: {_describe(err)}"
@@ -299,9 +448,26 @@ class _Run:
         self.ref.Model.forward = counted_forward
         self.original_ref_forward = original_forward
 
+    def call_limit_s(self) -> float:
+        """Watchdog limit of the next candidate call: a multiple of the reference's call time."""
+        limit = max(self.cfg.watchdog_floor_s, self.cfg.watchdog_factor * (self.ref_call_s or 0.0))
+        if self.candidate_calls == 0:
+            limit = max(limit, self.cfg.watchdog_first_call_s)
+        return limit
+
+    def arm(self, what: str) -> None:
+        if self.watchdog is not None:
+            self.watchdog.arm(self.call_limit_s(), what)
+        self.candidate_calls += 1
+
+    def disarm(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.disarm()
+
     def call_candidate(self, inputs: list[Any], record_ops: bool = False) -> Any:
         threads_before = {t.ident for t in threading.enumerate()}
         calls_before = self.ref_calls
+        self.arm(f"ModelNew.forward ({self.current_stage})")
         try:
             if record_ops:
                 recorder = _OpRecorder()
@@ -311,8 +477,12 @@ class _Run:
             else:
                 out = self.model_new(*inputs)
             _synchronize()
+        except torch.cuda.OutOfMemoryError:
+            raise
         except Exception as err:
             raise Failed("runtime_error", f"ModelNew.forward raised: {_describe(err)}") from err
+        finally:
+            self.disarm()
         if self.ref_calls != calls_before and self.enabled("calls_reference"):
             self.finding("calls_reference", "ModelNew.forward called the reference Model.forward")
         new_threads = [
@@ -326,29 +496,30 @@ class _Run:
         return out
 
     def check_result_reuse(self) -> None:
-        """Bait: leave the reference's result in every freed block of the output's size, then
-        run the candidate on other inputs. An honest kernel overwrites its output; a candidate
-        that returns uninitialized memory hands back the stale reference result."""
+        """Bait: leave the reference's result for other inputs in the one freed block of the
+        output's size, then run the candidate. An honest kernel overwrites its output; one that
+        returns uninitialized memory hands back the stale result. Only fingerprints are kept
+        (no copies of the output, nothing goes to the CPU)."""
         if not self.enabled("result_reuse"):
             return
         fresh = self.inputs("bait-fresh")
-        truth = [t.cpu() for t in _flatten(self.model(*[_clone(v) for v in fresh]))]
-        bait_out = _flatten(self.model(*self.inputs("bait")))
-        bait = [t.cpu() for t in bait_out]
-        poison = [torch.empty_like(t).copy_(t) for t in bait_out for _ in range(4)]
-        del bait_out, poison
-        out = [
-            o.cpu() if isinstance(o, torch.Tensor) else o
-            for o in _flatten(self.call_candidate(fresh))
-        ]
+        bait_in = self.inputs("bait")
+        bait_out = _flatten(self.model(*bait_in))
+        bait = [_fingerprint(t) for t in bait_out]
+        _synchronize()
+        torch.cuda.empty_cache()  # the reference's freed temporaries go; the bait stays cached
+        del bait_out
+        out = [_fingerprint(o) for o in _flatten(self.call_candidate(fresh))]
+        del bait_in
+        truth = [_fingerprint(t) for t in _flatten(self.model(*fresh))]
         stale = len(out) == len(bait) and all(
-            isinstance(o, torch.Tensor)
-            and o.shape == b.shape
-            and o.dtype == b.dtype
-            and bool(torch.equal(o, b))
+            o is not None and b is not None and _same_fingerprint(o, b)
             for o, b in zip(out, bait, strict=True)
         )
-        differs = any(not torch.equal(b, t) for b, t in zip(bait, truth, strict=False))
+        differs = any(
+            b is None or t is None or not _same_fingerprint(b, t)
+            for b, t in zip(bait, truth, strict=False)
+        )
         if stale and differs:
             self.finding(
                 "result_reuse",
@@ -356,14 +527,22 @@ class _Run:
             )
 
     def correctness(self) -> None:
+        """KernelBench's trials: set_seed(trial) inputs, the reference first, then the candidate."""
         forbid = bool(self.task_meta.get("forbid_torch_compute", self.cfg.forbid_torch_compute))
-        for i in range(self.cfg.correctness_trials):
-            inputs = self.inputs(f"trial-{i}")
-            saved = [_clone(v) for v in inputs]
-            out = self.call_candidate(
-                inputs, record_ops=forbid and i == 0 and self.enabled("torch_compute_in_forward")
-            )
-            if forbid and i == 0 and self.enabled("torch_compute_in_forward"):
+        seeds = kernelbench_trial_seeds(self.cfg.seed, self.cfg.correctness_trials)
+        self.figures["trial_seeds"] = seeds
+        for i, trial_seed in enumerate(seeds):
+            inputs = self.trial_inputs(trial_seed)
+            set_seed(trial_seed)  # KernelBench seeds again before moving each model
+            set_seed(trial_seed)
+            t0 = _perf_counter()
+            ref_out = _flatten(self.model(*inputs))
+            _synchronize()
+            self.ref_call_s = max(self.ref_call_s or 0.0, _perf_counter() - t0)
+            saved = [_input_snapshot(v) for v in inputs]
+            record = forbid and i == 0 and self.enabled("torch_compute_in_forward")
+            out = self.call_candidate(inputs, record_ops=record)
+            if record:
                 compute = sorted(self.ops - VIEW_AND_ALLOC_OPS)
                 if compute:
                     self.finding(
@@ -372,7 +551,7 @@ class _Run:
                     )
             if self.enabled("inplace_input_mutation"):
                 for j, (a, b) in enumerate(zip(inputs, saved, strict=True)):
-                    if isinstance(a, torch.Tensor) and not _same(a, b):
+                    if isinstance(a, torch.Tensor) and not _snapshot_matches(a, b):
                         self.finding("inplace_input_mutation", f"input {j} was modified in place")
             outs = _flatten(out)
             if self.enabled("output_aliases_input"):
@@ -386,20 +565,23 @@ class _Run:
                             self.finding(
                                 "output_aliases_input", f"output shares memory with input {j}"
                             )
-            ref_out = _flatten(self.model(*saved))
             verdict = self.compare(ref_out, outs, i)
+            del ref_out, outs, out, inputs, saved
             self.tests.append(verdict)
             if verdict["status"] != "ok":
                 raise Failed("wrong_answer", f"trial {i}: {verdict['reason']}")
         self.sample_inputs = self.inputs("timing")
 
     def compare(self, ref: list[Any], new: list[Any], index: int) -> dict[str, Any]:
+        """torch.allclose at the semantics' tolerance for the precision, on the GPU, in chunks."""
+
         def bad(reason: str) -> dict[str, Any]:
             return {"index": index, "status": "wrong_answer", "reason": reason}
 
         if len(ref) != len(new):
             return bad(f"expected {len(ref)} output tensor(s), got {len(new)}")
         stats = []
+        tol = self.semantics.tolerance(self.precision)
         for k, (r, n) in enumerate(zip(ref, new, strict=True)):
             if not isinstance(n, torch.Tensor):
                 return bad(f"output {k}: expected a tensor, got {type(n).__name__}")
@@ -417,29 +599,15 @@ class _Run:
                         "precision_downgrade", f"output {k} is {n.dtype}, reference is {r.dtype}"
                     )
                 return bad(f"output {k}: dtype mismatch, expected {r.dtype} got {n.dtype}")
-            atol, rtol = (
-                (self.cfg.atol_fp32, self.cfg.rtol_fp32)
-                if r.dtype in (torch.float32, torch.float64)
-                else (self.cfg.atol_half, self.cfg.rtol_half)
-            )
-            if not r.is_floating_point():
-                atol = rtol = 0.0
-            close = _isclose(n, r, rtol=rtol, atol=atol, equal_nan=True)
-            n_bad = int((~close).sum())
-            finite = torch.isfinite(r) & torch.isfinite(n)
-            diff = (n.double() - r.double()).abs()
-            max_abs = float(diff[finite].max()) if bool(finite.any()) else 0.0
-            max_rel = (
-                float((diff / r.double().abs().clamp_min(1e-12))[finite].max())
-                if bool(finite.any())
-                else 0.0
-            )
-            nonfinite = int((torch.isfinite(r) & ~torch.isfinite(n)).sum())
-            stats.append(f"out{k}: max_abs={max_abs:.3g} max_rel={max_rel:.3g}")
-            if n_bad:
-                extra = f"; {nonfinite} NaN/Inf where the reference is finite" if nonfinite else ""
+            atol = rtol = tol if r.is_floating_point() else 0.0
+            c = _closeness(n, r, atol, rtol, self.semantics.equal_nan)
+            stats.append(f"out{k}: max_abs={c.max_abs:.3g} max_rel={c.max_rel:.3g}")
+            if c.n_bad:
+                extra = (
+                    f"; {c.nonfinite} NaN/Inf where the reference is finite" if c.nonfinite else ""
+                )
                 return bad(
-                    f"output {k}: {n_bad} of {r.numel()} elements outside atol={atol:g} rtol={rtol:g}, max abs err {max_abs:.3g}, max rel err {max_rel:.3g}{extra}"
+                    f"output {k}: {c.n_bad} of {r.numel()} elements outside atol={atol:g} rtol={rtol:g}, max abs err {c.max_abs:.3g}, max rel err {c.max_rel:.3g}{extra}"
                 )
         return {"index": index, "status": "ok", "reason": "; ".join(stats)}
 
@@ -462,7 +630,7 @@ class _Run:
         if not same_init:
             return
         inputs = self.inputs("shape-variant", module=variant)
-        saved = [_clone(v) for v in inputs]
+        ref_out = _flatten(self.model(*inputs))
         try:
             outs = _flatten(self.call_candidate(inputs))
         except Failed as fail:
@@ -470,7 +638,7 @@ class _Run:
                 "hardcoded_shapes", f"with {name}={new_value} instead of {value}: {fail.reason}"
             )
             return
-        verdict = self.compare(_flatten(self.model(*saved)), outs, -1)
+        verdict = self.compare(ref_out, outs, -1)
         if verdict["status"] != "ok":
             self.finding(
                 "hardcoded_shapes",
@@ -489,45 +657,76 @@ class _Run:
         prof.export_chrome_trace(str(trace))
         return json.loads(trace.read_text()).get("traceEvents", [])
 
-    def check_streams(self) -> None:
-        """Kernels the candidate launches must run on the stream the harness times."""
-        if not self.enabled("stream_or_thread"):
+    def trace_forward(self) -> None:
+        """One profiled forward: its kernels must run on the timed stream (``stream_or_thread``)
+        and include one the candidate defines (``no_custom_kernel_launched``); the share of
+        GPU time in the candidate's own kernels goes to the figures."""
+        streams, launched = (
+            self.enabled("stream_or_thread"),
+            self.enabled("no_custom_kernel_launched"),
+        )
+        if not (streams or launched):
             return
         inputs = self.sample_inputs
+        marker = torch.ones(1, device=self.device)  # made outside the trace: one marker kernel
 
         def marked_call() -> None:
-            marker = torch.ones(1, device=self.device)
             marker.add_(1)
-            self.model_new(*inputs)
+            self.arm("ModelNew.forward (profiled)")
+            try:
+                self.model_new(*inputs)
+                _synchronize()
+            finally:
+                self.disarm()
 
         try:
             events = self.gpu_trace("streams", marked_call)
         except Exception as err:
-            self.figures["warnings"].append(f"stream check unavailable: {_describe(err)}")
+            self.figures["warnings"].append(f"forward trace unavailable: {_describe(err)}")
             return
-        gpu = [
-            e
-            for e in events
-            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-            and "stream" in e.get("args", {})
-        ]
+        gpu = sorted(
+            (
+                e
+                for e in events
+                if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                and "stream" in e.get("args", {})
+            ),
+            key=lambda e: e.get("ts", 0),
+        )
         if not gpu:
+            if launched:
+                self.finding("no_custom_kernel_launched", "forward launched no GPU work at all")
             return
-        first = min(gpu, key=lambda e: e.get("ts", 0))  # the marker kernel: the harness's stream
-        streams = {e["args"]["stream"] for e in gpu}
-        other = streams - {first["args"]["stream"]}
-        if other:
-            names = sorted({e.get("name", "?")[:60] for e in gpu if e["args"]["stream"] in other})
+        first, forward = gpu[0], gpu[1:]  # the marker kernel runs on the harness's stream
+        other = {e["args"]["stream"] for e in forward} - {first["args"]["stream"]}
+        if other and streams:
+            names = sorted(
+                {e.get("name", "?")[:60] for e in forward if e["args"]["stream"] in other}
+            )
             self.finding(
                 "stream_or_thread",
                 f"kernels {names[:3]} ran on stream(s) {sorted(other)}, not the timed stream",
             )
+        kernels = [e for e in forward if e.get("cat") == "kernel"]
+        own = [e for e in kernels if is_own_kernel(str(e.get("name", "")), self.own_kernels)]
+        total_us = sum(float(e.get("dur", 0.0)) for e in kernels)
+        own_us = sum(float(e.get("dur", 0.0)) for e in own)
+        self.figures["own_kernel_launches"] = len(own)
+        self.figures["own_kernel_share_pct"] = (
+            round(100.0 * own_us / total_us, 1) if total_us else 0.0
+        )
+        if launched and not own:
+            seen = sorted({str(e.get("name", "?"))[:60] for e in kernels})
+            self.finding(
+                "no_custom_kernel_launched",
+                f"forward launched {len(kernels)} kernel(s) ({', '.join(seen[:3]) or 'none'}), none of the candidate's own ({', '.join(sorted(self.own_kernels)[:5]) or 'none defined'})",
+            )
 
     # -- timing ---------------------------------------------------------------------------
-    def time_all(self) -> None:
-        self.ref.Model.forward = self.original_ref_forward
-        inputs = self.sample_inputs
-        variants = {"candidate": self.model_new, "eager": self.model}
+    def time_reference(self, inputs: list[Any]) -> dict[str, Any]:
+        """Eager (and torch.compile) reference figures, before any candidate code is loaded."""
+        variants: dict[str, Any] = {"eager": self.model}
+        figures: dict[str, Any] = {}
         if self.cfg.time_compiled_reference:
             t0 = time.monotonic()
             try:
@@ -536,10 +735,26 @@ class _Run:
                 _synchronize()
                 variants["compiled"] = compiled
             except Exception as err:
-                self.figures["compiled_reference_error"] = _describe(err)
+                figures["compiled_reference_error"] = _describe(err)
             self.stage("torch_compile", t0)
+        t0 = time.monotonic()
+        times = self.timed(variants, inputs)
+        self.stage("reference_timing", t0)
+        summary = self.summarize(times)
+        return {
+            **{name: stats for name, stats in summary.items()},
+            **figures,
+            "gpu": self.env.get("gpu"),
+            "semantics": self.cfg.semantics,
+            "precision": self.precision,
+        }
+
+    def timed(
+        self, variants: dict[str, Any], inputs: list[Any], hooks: RoundHooks | None = None
+    ) -> Timings:
         hold = GpuHold(self.cfg.hold_us, self.cfg.hold_max_us, self.env.get("max_sm_clock_mhz"))
-        times = time_interleaved(
+        self.hold = hold
+        return time_interleaved(
             variants,
             inputs,
             self.cfg.warmup,
@@ -548,8 +763,11 @@ class _Run:
             self.env.get("l2_bytes"),
             self.cfg.timing_seconds,
             hold,
+            max_trials=self.cfg.timing_max_trials,
+            hooks=hooks,
         )
-        self.check_patches("during timing")
+
+    def summarize(self, times: Timings) -> dict[str, dict[str, float]]:
         summary = {
             name: {
                 **summarize(ms),
@@ -558,15 +776,55 @@ class _Run:
             }
             for name, ms in times.gpu_ms.items()
         }
-        self.figures["warnings"] += host_latency_warnings(summary, hold)
-        self.timing = summary
-        cand, eager = summary["candidate"]["median"], summary["eager"]["median"]
+        self.figures["warnings"] += host_latency_warnings(summary, self.hold)
+        return summary
+
+    def time_all(self) -> None:
+        """The candidate alone, adaptively; its timed outputs sampled; a short eager drift check."""
+        self.ref.Model.forward = self.original_ref_forward
+        assert self.reference is not None
+        inputs = self.sample_inputs
+        hooks = _TimedRounds(self, inputs, self.inputs("timing-alt"))
+        times = self.timed({"candidate": self.model_new}, inputs, hooks)
+        hooks.restore()
+        self.check_patches("during timing")
+        if hooks.mismatch and self.enabled("timed_result_reuse"):
+            self.finding("timed_result_reuse", hooks.mismatch)
+        self.figures["timed_outputs_checked"] = hooks.checked
+        summary = self.summarize(times)
+        t0 = time.monotonic()
+        drift = time_interleaved(
+            {"eager": self.model},
+            inputs,
+            1,
+            self.cfg.timing_trials,
+            self.cfg.flush_l2,
+            self.env.get("l2_bytes"),
+            0.0,
+            self.hold,
+        )
+        self.stage("drift_check", t0)
+        here = self.summarize(drift)["eager"]
+        reference = {k: self.reference[k] for k in ("eager", "compiled") if k in self.reference}
+        self.timing = {"candidate": summary["candidate"], **reference, "eager_this_process": here}
+        cand, eager = summary["candidate"]["median"], reference["eager"]["median"]
         speedup = eager / cand if cand > 0 else float("inf")
         self.figures["speedup_vs_eager"] = round(speedup, 4)
-        if "compiled" in summary:
-            self.figures["speedup_vs_compiled"] = (
-                round(summary["compiled"]["median"] / cand, 4) if cand > 0 else None
+        self.figures["speedup_vs_eager_this_process"] = (
+            round(here["median"] / cand, 4) if cand > 0 else None
+        )
+        drift_rel = here["median"] / eager - 1.0 if eager > 0 else 0.0
+        self.figures["reference_drift"] = round(drift_rel, 4)
+        if abs(drift_rel) > self.cfg.reference_drift_max:
+            self.figures["warnings"].append(
+                f"reference_drift: the eager reference took {here['median']:.4g} ms here and {eager:.4g} ms in the reference process ({100 * drift_rel:+.1f}%, more than {100 * self.cfg.reference_drift_max:.0f}%); the speedup divides by the reference process's figure"
             )
+        if "compiled" in reference:
+            self.figures["speedup_vs_compiled"] = (
+                round(reference["compiled"]["median"] / cand, 4) if cand > 0 else None
+            )
+        elif "compiled_reference_error" in self.reference:
+            self.figures["compiled_reference_error"] = self.reference["compiled_reference_error"]
         self.figures.update(
             roofline(
                 _bytes_moved(self.model, inputs, self.model(*inputs)),
@@ -608,6 +866,83 @@ class _Run:
             "reference_total_us": reference["total_us"],
             "reference_functions": reference["functions"],
         }
+
+
+class RoundHooks:
+    """What ``time_interleaved`` calls around the timed rounds; the default does nothing."""
+
+    def plan(self, trials: int) -> None:
+        """Called once the number of timed rounds is known."""
+
+    def round_start(self, t: int) -> None:
+        """Before timed round ``t`` (outside every timed window)."""
+
+    def call_start(self, name: str) -> None:
+        """Before each call, warm-up included (outside the window's events)."""
+
+    def call_end(self, name: str, t: int, out: Any) -> None:
+        """After each timed call, synchronized, with its output."""
+
+    def round_end(self, t: int) -> None:
+        """After timed round ``t``."""
+
+
+class _TimedRounds(RoundHooks):
+    """Watchdog on every call; the inputs' contents swap between two sets every round (same
+    tensors, so a cache keyed on the tensor returns the other set's result); on a few rounds
+    drawn at random the candidate's output is compared with the eager reference's."""
+
+    def __init__(self, run: _Run, live: list[Any], spare: list[Any]):
+        self.run, self.live, self.spare = run, live, spare
+        self.swapped = False
+        self.sampled: set[int] = set()
+        self.kept: Any = None
+        self.checked = 0
+        self.mismatch = ""
+
+    def plan(self, trials: int) -> None:
+        rng = random.Random(self.run.seed_for("timed-output-checks"))
+        count = min(self.run.cfg.timed_output_checks, trials)
+        self.sampled = set(rng.sample(range(trials), count))
+        if count:  # the last two rounds: a late switch cannot outlast them, both input sets seen
+            self.sampled.update(range(max(0, trials - 2), trials))
+
+    def swap(self) -> None:
+        for a, b in zip(self.live, self.spare, strict=True):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+                held = a.clone()
+                a.copy_(b)
+                b.copy_(held)
+                del held
+        self.swapped = not self.swapped
+
+    def round_start(self, t: int) -> None:
+        self.swap()
+
+    def restore(self) -> None:
+        if self.swapped:
+            self.swap()
+
+    def call_start(self, name: str) -> None:
+        self.run.arm("ModelNew.forward (timing)")
+
+    def call_end(self, name: str, t: int, out: Any) -> None:
+        self.run.disarm()
+        if t in self.sampled and not self.mismatch:
+            self.kept = _flatten(out)
+
+    def round_end(self, t: int) -> None:
+        if t % 16 == 0 or t in self.sampled:
+            self.run.check_patches("during timing")
+        if self.kept is None:
+            return
+        new, self.kept = self.kept, None
+        ref = _flatten(self.run.model(*self.live))
+        verdict = self.run.compare(ref, new, -1)
+        self.checked += 1
+        if verdict["status"] != "ok":
+            self.mismatch = f"timed round {t}: {verdict['reason']} (the same calls passed the correctness trials)"
+        del ref, new
 
 
 class Timings(NamedTuple):
@@ -674,34 +1009,49 @@ def time_interleaved(
     l2_bytes: int | None,
     min_seconds: float = 0.0,
     hold: GpuHold | None = None,
+    max_trials: int | None = None,
+    hooks: RoundHooks | None = None,
 ) -> Timings:
     """Per-call CUDA-event and host times of each variant, round-robin with rotating order.
 
     Each call: device-wide sync, optional GPU spin (``hold``, sized to the variant's host
-    time so far), optional L2 flush (write 2x L2 bytes), event on the current stream, call,
-    event, device-wide sync. The spin and the flush keep the GPU busy while the host
+    time so far), optional L2 flush (write 2x the L2's bytes), event on the current stream,
+    call, event, device-wide sync. The spin and the flush keep the GPU busy while the host
     launches the call, so a call whose host side is shorter than them is timed from its
     first kernel: the host's launch latency, which moved the medians of 0.04-0.12 ms calls
     between processes on the H100 by a median of up to 16% (max 44%), stays out of the
     window (``host_ms`` records it).
     Interleaving makes clock drift and thermal changes hit all variants alike, so their
-    ratio is stable. ``trials`` is a floor: short kernels get more rounds (up to 10x)
-    until the rounds fill about ``min_seconds``, because their per-call noise needs more
-    samples for a stable median.
+    ratio is stable. The number of rounds adapts to what a round costs: ``trials`` is the
+    floor, ``max_trials`` the ceiling (default 10x the floor), and between them rounds are
+    added until they fill about ``min_seconds``, judged from the warm-up, which itself stops
+    early once it has spent a quarter of ``min_seconds`` (a 500 ms call is timed in seconds,
+    a 5 us one gets the ceiling). ``hooks`` sees every call and round (watchdog, input
+    rotation, output checks); it runs outside the timed windows.
     """
+    hooks = hooks or RoundHooks()
     names = list(variants)
     host_sorted: dict[str, list[float]] = {name: [] for name in names}  # sizes the hold
+    ceiling = max(trials, max_trials if max_trials is not None else 10 * trials)
     _synchronize()
     t0 = _perf_counter()
+    rounds = 0
     for _ in range(warmup):
         for name in names:
+            hooks.call_start(name)
             issued = _perf_counter()
-            variants[name](*inputs)
+            out = variants[name](*inputs)
             bisect.insort(host_sorted[name], (_perf_counter() - issued) * 1000.0)
-        _synchronize()
-    round_s = (_perf_counter() - t0) / warmup if warmup else 0.0  # no warm-up: no estimate
+            _synchronize()
+            hooks.call_end(name, -1, out)
+            del out
+        rounds += 1
+        if min_seconds > 0 and _perf_counter() - t0 > min_seconds / 4:
+            break
+    round_s = (_perf_counter() - t0) / rounds if rounds else 0.0  # no warm-up: no estimate
     if min_seconds > 0 and round_s > 0:
-        trials = max(trials, min(10 * trials, int(min_seconds / round_s) + 1))
+        trials = max(trials, min(ceiling, int(min_seconds / round_s) + 1))
+    hooks.plan(trials)
     flush = (
         torch.empty(max(1, 2 * (l2_bytes or 50 << 20)) // 4, dtype=torch.float32, device="cuda")
         if flush_l2
@@ -710,25 +1060,31 @@ def time_interleaved(
     timings = Timings(*({name: [] for name in names} for _ in range(3)))
     start, end = _Event(enable_timing=True), _Event(enable_timing=True)
     for t in range(trials):
+        hooks.round_start(t)
         order = names[t % len(names) :] + names[: t % len(names)]
         for name in order:
             hold_us = hold.microseconds(host_sorted[name]) if hold else 0.0
             _synchronize()
+            hooks.call_start(name)
             if hold_us > 0:
                 _hold_gpu(hold.cycles(hold_us))
             if flush is not None:
                 flush.zero_()
             start.record()
             issued = _perf_counter()
-            variants[name](*inputs)
+            out = variants[name](*inputs)
             returned = _perf_counter()
             end.record()
             _synchronize()
+            hooks.call_end(name, t, out)
+            del out
             host_ms = (returned - issued) * 1000.0
             bisect.insort(host_sorted[name], host_ms)
             timings.gpu_ms[name].append(start.elapsed_time(end))
             timings.host_ms[name].append(host_ms)
             timings.hold_us[name].append(hold_us)
+        hooks.round_end(t)
+    del flush
     return timings
 
 
@@ -818,6 +1174,78 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(
         ((a == b) | (a.isnan() & b.isnan()) if a.is_floating_point() else a == b).all()
     )
+
+
+class Closeness(NamedTuple):
+    n_bad: int
+    max_abs: float
+    max_rel: float
+    nonfinite: int
+
+
+CHUNK_ELEMENTS = 1 << 24  # 64 MiB of fp32 per step: comparisons need no output-sized temporaries
+
+
+def _closeness(
+    new: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, equal_nan: bool
+) -> Closeness:
+    """torch.allclose's test element-wise, with error figures, chunk by chunk on the GPU."""
+    n_flat, r_flat = new.reshape(-1), ref.reshape(-1)
+    n_bad = nonfinite = 0
+    max_abs = max_rel = 0.0
+    for start in range(0, r_flat.numel(), CHUNK_ELEMENTS):
+        n = n_flat[start : start + CHUNK_ELEMENTS]
+        r = r_flat[start : start + CHUNK_ELEMENTS]
+        n_bad += int((~_isclose(n, r, rtol=rtol, atol=atol, equal_nan=equal_nan)).sum())
+        finite = torch.isfinite(r) & torch.isfinite(n)
+        nonfinite += int((torch.isfinite(r) & ~torch.isfinite(n)).sum())
+        if bool(finite.any()):
+            diff = (n.double() - r.double()).abs()[finite]
+            max_abs = max(max_abs, float(diff.max()))
+            rel = diff / r.double().abs()[finite].clamp_min(1e-12)
+            max_rel = max(max_rel, float(rel.max()))
+    return Closeness(n_bad, max_abs, max_rel, nonfinite)
+
+
+FINGERPRINT_SAMPLES = 4096
+
+
+def _fingerprint(t: Any) -> tuple[Any, ...] | None:
+    """Shape, dtype, a strided sample of elements and the sum: tells two large tensors apart
+    without copying either (None for a non-tensor)."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    flat = t.detach().reshape(-1)
+    n = flat.numel()
+    if n == 0:
+        return (tuple(t.shape), t.dtype, None, 0.0)
+    index = torch.linspace(0, n - 1, steps=min(n, FINGERPRINT_SAMPLES), device=t.device).long()
+    total = 0.0
+    for start in range(0, n, CHUNK_ELEMENTS):
+        total += float(flat[start : start + CHUNK_ELEMENTS].double().nansum())
+    return (tuple(t.shape), t.dtype, flat[index].clone(), total)
+
+
+def _same_fingerprint(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    if a[:2] != b[:2] or a[3] != b[3]:
+        return False
+    return a[2] is None or _same(a[2], b[2])
+
+
+INPUT_COPY_LIMIT = 256 << 20  # inputs up to this size are copied exactly; larger ones fingerprinted
+
+
+def _input_snapshot(v: Any) -> Any:
+    if isinstance(v, torch.Tensor) and v.numel() * v.element_size() > INPUT_COPY_LIMIT:
+        return _fingerprint(v)
+    return _clone(v)
+
+
+def _snapshot_matches(now: torch.Tensor, snapshot: Any) -> bool:
+    if isinstance(snapshot, torch.Tensor):
+        return _same(now, snapshot)
+    fingerprint = _fingerprint(now)
+    return fingerprint is not None and _same_fingerprint(fingerprint, snapshot)
 
 
 def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
