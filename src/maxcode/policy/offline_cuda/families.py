@@ -32,8 +32,8 @@ class TensorArg:
     node: str
     py: str  # Python expression in ModelNew.forward, e.g. "x" or "self.linear.weight"
     shape: tuple[int, ...]
-    role: str  # "full" | "scalar" | "block" (elementwise) | "axis" (reduction) | "col" (gemm)
-    block: tuple[int, int] = (0, 0)  # output dims [first, last] this tensor spans (role "block")
+    role: str  # "full" | "scalar" | "block" | "block2" (elementwise) | "axis" (reduction) | "col" (gemm)
+    block: tuple[int, ...] = (0, 0)  # output dims [first, last] of each run it spans ("block", "block2")
 
 
 @dataclass
@@ -114,6 +114,15 @@ class CodeGen:
             if node.attrs.get("approximate") == "tanh":
                 return f"0.5f * {x} * (1.f + tanhf(0.7978845608028654f * ({x} + 0.044715f * {x} * {x} * {x})))"
             return f"0.5f * {x} * (1.f + erff({x} * 0.7071067811865476f))"
+        if k == "elu":
+            alpha, scale, in_scale = (
+                self.scalars.use(float(node.attrs[key])) for key in ("alpha", "scale", "input_scale")
+            )
+            return f"({x} > 0.f ? {scale} * {x} : {scale} * {alpha} * (expf({in_scale} * {x}) - 1.f))"
+        if k == "softplus":
+            beta = self.scalars.use(float(node.attrs["beta"]))
+            threshold = self.scalars.use(float(node.attrs["threshold"]))
+            return f"({beta} * {x} > {threshold} ? {x} : log1pf(expf({beta} * {x})) / {beta})"
         if k == "leaky_relu":
             slope = self.scalars.use(float(node.attrs["negative_slope"]))
             return f"({x} > 0.f ? {x} : {slope} * {x})"
@@ -129,6 +138,15 @@ class CodeGen:
             "abs": f"fabsf({x})",
             "silu": f"{x} / (1.f + expf(-{x}))",
             "identity": x,
+            "hardswish": f"{x} * fminf(fmaxf({x} + 3.f, 0.f), 6.f) / 6.f",
+            "hardsigmoid": f"fminf(fmaxf({x} + 3.f, 0.f), 6.f) / 6.f",
+            "mish": f"{x} * tanhf({x} > 20.f ? {x} : log1pf(expf({x})))",
+            "log1p": f"log1pf({x})",
+            "expm1": f"expm1f({x})",
+            "erf": f"erff({x})",
+            "reciprocal": f"1.f / {x}",
+            "sin": f"sinf({x})",
+            "cos": f"cosf({x})",
         }
         return simple[k]
 
@@ -227,8 +245,8 @@ def _used(graph: OpGraph, target: str, stop: set[str] | None = None) -> set[str]
     return seen
 
 
-def _block(shape: tuple[int, ...], out: tuple[int, ...], name: str) -> tuple[str, tuple[int, int]]:
-    """How a tensor broadcasts to the output: full, one scalar, or one contiguous block of dims."""
+def _block(shape: tuple[int, ...], out: tuple[int, ...], name: str) -> tuple[str, tuple[int, ...]]:
+    """How a tensor broadcasts to the output: full, one scalar, or one or two runs of dims."""
     if shape == out:
         return "full", (0, 0)
     if math.prod(shape) == 1:
@@ -238,14 +256,25 @@ def _block(shape: tuple[int, ...], out: tuple[int, ...], name: str) -> tuple[str
             f"unsupported by the offline policy: '{name}' has more dims than the output"
         )
     padded = (1,) * (len(out) - len(shape)) + tuple(shape)
-    real = [i for i, s in enumerate(padded) if s != 1]
-    first, last = real[0], real[-1]
-    if any(padded[i] != out[i] for i in range(first, last + 1)):
+    if any(p not in (1, o) for p, o in zip(padded, out, strict=True)):
         raise UnsupportedOp(
-            f"unsupported by the offline policy: '{name}' of shape {shape} broadcasts to {out} in a "
-            "pattern the elementwise template does not index (size-1 dims inside its span)"
+            f"unsupported by the offline policy: '{name}' of shape {shape} does not broadcast to {out}"
         )
-    return "block", (first, last)
+    real = [i for i, s in enumerate(padded) if s != 1]
+    groups: list[list[int]] = []  # runs of consecutive dims the tensor spans
+    for i in real:
+        if groups and groups[-1][-1] == i - 1:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    if len(groups) == 1:
+        return "block", (groups[0][0], groups[0][-1])
+    if len(groups) == 2:  # e.g. (N, 1, H, W) against (N, C, H, W): two runs around a gap
+        return "block2", (groups[0][0], groups[0][-1], groups[1][0], groups[1][-1])
+    raise UnsupportedOp(
+        f"unsupported by the offline policy: '{name}' of shape {shape} broadcasts to {out} in a "
+        "pattern the elementwise template does not index (more than two runs of dims)"
+    )
 
 
 def _elementwise_stage(graph: OpGraph, scalars: Scalars) -> Stage:
@@ -347,6 +376,7 @@ def _reduction_stage(
         "mean": "stat1",
         "amax": "stat1",
         "amin": "stat1",
+        "logsumexp": "(stat1 + stat2)",
         "softmax": f"(expf({v} - stat1) * stat2)",
         "log_softmax": f"({v} - stat1 - stat2)",
         "layer_norm": f"(({v} - stat1) * stat2{' * ' + affine['weight'] if affine['weight'] else ''}"
@@ -357,7 +387,7 @@ def _reduction_stage(
             raise UnsupportedOp(
                 f"unsupported by the offline policy: {red.origin} result reduced again at '{output}'"
             )
-        post = CodeGen(graph, scalars, {red.name: "stat1"})
+        post = CodeGen(graph, scalars, {red.name: stat_leaf})
     else:
         post = CodeGen(graph, scalars, {**leaves, red.name: stat_leaf})
         post.vars.update(pre.vars)
@@ -384,7 +414,7 @@ def _reduction_stage(
         out_var,
         extra={
             "kind": red.kind,
-            "op": "max" if red.kind == "amax" else "min" if red.kind == "amin" else "sum",
+            "op": "max" if red.kind in ("amax", "logsumexp") else "min" if red.kind == "amin" else "sum",
             "dim": dim,
             "full_shape": full_shape,
             "layout": "row" if inner == 1 else "strided",
