@@ -37,8 +37,25 @@ _FAMILY_OPS = (  # first match wins: the heaviest op decides a problem's family
     ("normalization", ("batch_norm", "group_norm", "instance_norm", "layer_norm")),
     ("pooling", ("pool",)),
     ("loss", ("loss", "cross_entropy", "kl_div")),
-    ("reduction", ("sum", "mean", "amax", "amin", "max", "min", "logsumexp", "softmax",
-                   "cumsum", "cumprod", "argmax", "argmin", "norm", "prod")),
+    (
+        "reduction",
+        (
+            "sum",
+            "mean",
+            "amax",
+            "amin",
+            "max",
+            "min",
+            "logsumexp",
+            "softmax",
+            "cumsum",
+            "cumprod",
+            "argmax",
+            "argmin",
+            "norm",
+            "prod",
+        ),
+    ),
 )
 
 
@@ -65,7 +82,9 @@ def survey(kb: Path, levels: list[int], sources: Path | None) -> list[dict]:
     for level in levels:
         folder = kb / f"level{level}"
         if not folder.is_dir():
-            raise SystemExit(f"--kb {kb}: no level{level}/ folder; point --kb at a KernelBench checkout")
+            raise SystemExit(
+                f"--kb {kb}: no level{level}/ folder; point --kb at a KernelBench checkout"
+            )
         for path in sorted(folder.glob("*.py"), key=_number):
             source = path.read_text()
             start = time.perf_counter()
@@ -81,17 +100,24 @@ def survey(kb: Path, levels: list[int], sources: Path | None) -> list[dict]:
             if analysis.plan is not None:
                 try:
                     for vi, plan in enumerate(analysis.variants):
-                        rendered = render(plan, [space.default(s) for s in plan.stages], "offline-cuda/1")
+                        rendered = render(
+                            plan, [space.default(s) for s in plan.stages], "offline-cuda/1"
+                        )
                         if sources is not None:
                             out = sources / f"level{level}" / f"{path.stem}.v{vi}.py"
                             out.parent.mkdir(parents=True, exist_ok=True)
                             out.write_text(rendered.source)
                 except Exception as err:  # a render failure is a defect: report it, keep going
-                    row.update(supported=False, reason=f"render failed: {type(err).__name__}: {err}")
+                    row.update(
+                        supported=False, reason=f"render failed: {type(err).__name__}: {err}"
+                    )
             row["seconds"] = round(time.perf_counter() - start, 2)
             rows.append(row)
-            print(f"L{level} {path.name:70s} {'yes' if row['supported'] else 'no ':3s} "
-                  f"{row['family']:13s} {'; '.join(row['variants']) or row['reason'][:90]}", flush=True)
+            print(
+                f"L{level} {path.name:70s} {'yes' if row['supported'] else 'no ':3s} "
+                f"{row['family']:13s} {'; '.join(row['variants']) or row['reason'][:90]}",
+                flush=True,
+            )
     return rows
 
 
@@ -112,22 +138,28 @@ def tables(rows: list[dict]) -> str:
     lines += ["", "| level | problem | family | reason |", "|---|---|---|---|"]
     for r in rows:
         if not r["supported"]:
-            reason = r["reason"].replace("unsupported by the offline policy: ", "").replace("|", "\\|")
+            reason = (
+                r["reason"].replace("unsupported by the offline policy: ", "").replace("|", "\\|")
+            )
             lines.append(f"| {r['level']} | {r['problem']} | {r['family']} | {reason} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kb", type=Path, default=Path(os.environ.get("KB", ".kb")) / "KernelBench")
+    parser.add_argument(
+        "--kb", type=Path, default=Path(os.environ.get("KB", ".kb")) / "KernelBench"
+    )
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--json", type=Path)
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--sources", type=Path)
     args = parser.parse_args(argv)
     if not args.kb.is_dir():
-        print(f"--kb {args.kb}: not a folder; give a KernelBench checkout (level1/, level2/ ...)",
-              file=sys.stderr)
+        print(
+            f"--kb {args.kb}: not a folder; give a KernelBench checkout (level1/, level2/ ...)",
+            file=sys.stderr,
+        )
         return 2
     warnings.filterwarnings("ignore")
     rows = survey(args.kb, args.levels, args.sources)
@@ -135,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         mine = [r for r in rows if r["level"] == level]
         ok = sum(r["supported"] for r in mine)
         fams = Counter(r["family"] for r in mine if r["supported"])
-        print(f"level {level}: {ok}/{len(mine)} supported ({ok / len(mine):.0%}); by family {dict(fams)}")
+        print(
+            f"level {level}: {ok}/{len(mine)} supported ({ok / len(mine):.0%}); by family {dict(fams)}"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     if args.markdown:

@@ -33,7 +33,10 @@ class TensorArg:
     py: str  # Python expression in ModelNew.forward, e.g. "x" or "self.linear.weight"
     shape: tuple[int, ...]
     role: str  # "full" | "scalar" | "block" | "block2" (elementwise) | "axis" (reduction) | "col" (gemm)
-    block: tuple[int, ...] = (0, 0)  # output dims [first, last] of each run it spans ("block", "block2")
+    block: tuple[int, ...] = (
+        0,
+        0,
+    )  # output dims [first, last] of each run it spans ("block", "block2")
 
 
 @dataclass
@@ -116,9 +119,12 @@ class CodeGen:
             return f"0.5f * {x} * (1.f + erff({x} * 0.7071067811865476f))"
         if k == "elu":
             alpha, scale, in_scale = (
-                self.scalars.use(float(node.attrs[key])) for key in ("alpha", "scale", "input_scale")
+                self.scalars.use(float(node.attrs[key]))
+                for key in ("alpha", "scale", "input_scale")
             )
-            return f"({x} > 0.f ? {scale} * {x} : {scale} * {alpha} * (expf({in_scale} * {x}) - 1.f))"
+            return (
+                f"({x} > 0.f ? {scale} * {x} : {scale} * {alpha} * (expf({in_scale} * {x}) - 1.f))"
+            )
         if k == "softplus":
             beta = self.scalars.use(float(node.attrs["beta"]))
             threshold = self.scalars.use(float(node.attrs["threshold"]))
@@ -414,7 +420,11 @@ def _reduction_stage(
         out_var,
         extra={
             "kind": red.kind,
-            "op": "max" if red.kind in ("amax", "logsumexp") else "min" if red.kind == "amin" else "sum",
+            "op": "max"
+            if red.kind in ("amax", "logsumexp")
+            else "min"
+            if red.kind == "amin"
+            else "sum",
             "dim": dim,
             "full_shape": full_shape,
             "layout": "row" if inner == 1 else "strided",

@@ -548,7 +548,10 @@ def _normalize(
         return _operand(_arg(args, kwargs, i, key, default))
 
     if "dropout" in origin:
-        p, train = a(1, "p", 0.5), _arg(args, kwargs, 2, "training", _arg(args, kwargs, 2, "train", True))
+        p, train = (
+            a(1, "p", 0.5),
+            _arg(args, kwargs, 2, "training", _arg(args, kwargs, 2, "train", True)),
+        )
         if p and train:
             raise UnsupportedOp(
                 f"unsupported by the offline policy: aten.dropout with p={p} in training mode ({origin}) "

@@ -36,7 +36,6 @@ from maxcode.policy.offline_cuda.families import (
     _block,
     _py,
     _reduction_stage,
-    _used,
 )
 from maxcode.policy.offline_cuda.graph import (
     _ALIASES,
@@ -154,13 +153,25 @@ class _Builder:
             if node.op == "placeholder":
                 if node.name in self.params:
                     self.add(
-                        OpNode(node.name, "param", shape=shape, dtype=dtype,
-                               param=self.params[node.name], origin="parameter")
+                        OpNode(
+                            node.name,
+                            "param",
+                            shape=shape,
+                            dtype=dtype,
+                            param=self.params[node.name],
+                            origin="parameter",
+                        )
                     )
                 else:
                     self.add(
-                        OpNode(node.name, "input", shape=shape, dtype=dtype,
-                               index=len(self.order), origin="input")
+                        OpNode(
+                            node.name,
+                            "input",
+                            shape=shape,
+                            dtype=dtype,
+                            index=len(self.order),
+                            origin="input",
+                        )
                     )
                     self.order.append(node.name)
             elif node.op == "output":
@@ -185,8 +196,9 @@ class _Builder:
             if src.name in self.alias and index == 0:
                 self.alias[node.name] = self.alias[src.name]
                 return
-            self.lib(node.name, f"std::get<{index}>(@0@)", [self.ref(src).name], shape,
-                     f"getitem {index}", dtype)
+            producer = self.nodes[self.ref(src).name]
+            pick = f"@0@[{index}]" if producer.attrs.get("list") else f"std::get<{index}>(@0@)"
+            self.lib(node.name, pick, [producer.name], shape, f"getitem {index}", dtype)
             return
         packet = getattr(target, "_overloadpacket", None)
         name = packet.__name__ if packet is not None else getattr(target, "__name__", str(target))
@@ -212,18 +224,25 @@ class _Builder:
             except UnsupportedOp:
                 pass
             else:
-                nargs = tuple(Ref(self.alias.get(a.name, a.name)) if isinstance(a, Ref) else a
-                              for a in nargs)
-                attrs = {k: (Ref(self.alias.get(v.name, v.name)) if isinstance(v, Ref) else v)
-                         for k, v in attrs.items()}
+                nargs = tuple(
+                    Ref(self.alias.get(a.name, a.name)) if isinstance(a, Ref) else a for a in nargs
+                )
+                attrs = {
+                    k: (Ref(self.alias.get(v.name, v.name)) if isinstance(v, Ref) else v)
+                    for k, v in attrs.items()
+                }
                 node_ = OpNode(node.name, kind, nargs, attrs, shape, dtype, origin)
                 if kind == "identity" and not isinstance(nargs[0], Ref):
-                    raise UnsupportedOp(f"unsupported by the offline policy: {origin} of a constant")
+                    raise UnsupportedOp(
+                        f"unsupported by the offline policy: {origin} of a constant"
+                    )
                 self.add(node_)
                 return
         if name in ("softmax", "_softmax", "log_softmax", "_log_softmax") and dtype == "float32":
             kind = "softmax" if "log" not in name else "log_softmax"
-            self.reduce(node.name, kind, self.ref(args[0]).name, [int(args[1])], False, shape, origin)
+            self.reduce(
+                node.name, kind, self.ref(args[0]).name, [int(args[1])], False, shape, origin
+            )
             return
         self.library(node, shape, dtype, origin)
 
@@ -237,17 +256,32 @@ class _Builder:
         if node.target._overloadpacket.__name__ in _VIEWS:
             cpp = _batch_free_view(cpp, node)
         self.lib(node.name, cpp, refs, shape, origin, dtype)
-        if dtype == "tuple":
+        if dtype == "tuple":  # std::tuple, or std::vector for ops returning Tensor[]
             self.nodes[node.name].attrs["tuple"] = True
+            returns = node.target._schema.returns
+            self.nodes[node.name].attrs["list"] = (
+                len(returns) == 1 and "[]" in str(returns[0].type)
+            ) or "List" in str(returns[0].type)
 
-    def reduce(self, name: str, kind: str, src: str, dims: list[int], keepdim: bool,
-               shape: tuple, origin: str, **attrs: Any) -> None:
+    def reduce(
+        self,
+        name: str,
+        kind: str,
+        src: str,
+        dims: list[int],
+        keepdim: bool,
+        shape: tuple,
+        origin: str,
+        **attrs: Any,
+    ) -> None:
         """``kind`` over ``dims`` of ``src``: one dim directly, a contiguous range through a
         view as (outer, R, inner) and back; other sets of dims stay library calls."""
         full = self.nodes[src].shape
         rank = len(full)
         if self.nodes[src].dtype != "float32":
-            raise UnsupportedOp(f"unsupported by the offline policy: {origin} of a non-float tensor")
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: {origin} of a non-float tensor"
+            )
         dims = sorted({d % rank for d in dims}) if rank else []
         if not dims:
             dims = list(range(rank))
@@ -256,22 +290,54 @@ class _Builder:
                 f"unsupported by the offline policy: {origin} over non-adjacent dims {dims} at '{name}'"
             )
         if len(dims) == 1 and rank > 0:
-            self.add(OpNode(name, kind, (Ref(src),), {"dim": dims[0], "keepdim": keepdim, **attrs},
-                            shape, "float32", origin))
+            self.add(
+                OpNode(
+                    name,
+                    kind,
+                    (Ref(src),),
+                    {"dim": dims[0], "keepdim": keepdim, **attrs},
+                    shape,
+                    "float32",
+                    origin,
+                )
+            )
             return
         first, last = dims[0], dims[-1]
         red = math.prod(full[first : last + 1])
         inner = math.prod(full[last + 1 :])
         lead = "1, -1" if first == 0 else f"-1, {red}"
-        view = self.lib(self.fresh(f"{name}_in"), f"@0@.view({{{lead}, {inner}}})", [src],
-                        (math.prod(full[:first]), red, inner), "view")
+        view = self.lib(
+            self.fresh(f"{name}_in"),
+            f"@0@.view({{{lead}, {inner}}})",
+            [src],
+            (math.prod(full[:first]), red, inner),
+            "view",
+        )
         out3 = (math.prod(full[:first]), 1, inner)
         reduced = self.fresh(f"{name}_red")
-        self.add(OpNode(reduced, kind, (Ref(view),), {"dim": 1, "keepdim": True, **attrs},
-                        out3, "float32", origin))
-        sizes = [("1" if i in dims else f"@1@.size({i})") for i in range(rank) if keepdim or i not in dims]
-        self.lib(name, f"@0@.view(std::vector<int64_t>{{{', '.join(sizes)}}})", [reduced, src],
-                 shape, "view")
+        self.add(
+            OpNode(
+                reduced,
+                kind,
+                (Ref(view),),
+                {"dim": 1, "keepdim": True, **attrs},
+                out3,
+                "float32",
+                origin,
+            )
+        )
+        sizes = [
+            ("1" if i in dims else f"@1@.size({i})")
+            for i in range(rank)
+            if keepdim or i not in dims
+        ]
+        self.lib(
+            name,
+            f"@0@.view(std::vector<int64_t>{{{', '.join(sizes)}}})",
+            [reduced, src],
+            shape,
+            "view",
+        )
 
     # -- ops with a rewrite (return False to fall back to a library call) ---------------------
     def _dims(self, value: Any) -> list[int]:
@@ -279,15 +345,25 @@ class _Builder:
             return []
         return [int(d) for d in value] if isinstance(value, list | tuple) else [int(value)]
 
-    def _reduction(self, node: fx.Node, shape: tuple, kind: str, dim_at: int = 1,
-                   keep_at: int = 2) -> bool:
+    def _reduction(
+        self, node: fx.Node, shape: tuple, kind: str, dim_at: int = 1, keep_at: int = 2
+    ) -> bool:
         args = node.args
         dims = self._dims(args[dim_at] if len(args) > dim_at else node.kwargs.get("dim"))
-        keep = bool(args[keep_at]) if len(args) > keep_at else bool(node.kwargs.get("keepdim", False))
+        keep = (
+            bool(args[keep_at]) if len(args) > keep_at else bool(node.kwargs.get("keepdim", False))
+        )
         if node.kwargs.get("dtype") is not None:
             return False
-        self.reduce(node.name, kind, self.ref(args[0]).name, dims, keep, shape,
-                    f"aten.{node.target._overloadpacket.__name__}")
+        self.reduce(
+            node.name,
+            kind,
+            self.ref(args[0]).name,
+            dims,
+            keep,
+            shape,
+            f"aten.{node.target._overloadpacket.__name__}",
+        )
         return True
 
     def op_sum(self, node, shape, dtype):
@@ -307,19 +383,35 @@ class _Builder:
 
     def _max_min(self, node, shape, kind: str) -> bool:
         if len(node.args) == 1:  # max of all elements
-            self.reduce(node.name, kind, self.ref(node.args[0]).name, [], False, shape,
-                        f"aten.{node.target._overloadpacket.__name__}")
+            self.reduce(
+                node.name,
+                kind,
+                self.ref(node.args[0]).name,
+                [],
+                False,
+                shape,
+                f"aten.{node.target._overloadpacket.__name__}",
+            )
             return True
         used = [u for u in node.users if u.users or u.target is not operator.getitem]
-        if not isinstance(node.args[1], int) or any(
-            u.target is not operator.getitem or u.args[1] != 0 for u in used
-        ) or not used:
+        if (
+            not isinstance(node.args[1], int)
+            or any(u.target is not operator.getitem or u.args[1] != 0 for u in used)
+            or not used
+        ):
             return False  # indices are used (argmax-like) or an elementwise min/max: library
         first = used[0]
         shape0, _ = _shape(first)
         keep = bool(node.args[2]) if len(node.args) > 2 else False
-        self.reduce(node.name, kind, self.ref(node.args[0]).name, [node.args[1]], keep, shape0,
-                    f"aten.{node.target._overloadpacket.__name__}.dim")
+        self.reduce(
+            node.name,
+            kind,
+            self.ref(node.args[0]).name,
+            [node.args[1]],
+            keep,
+            shape0,
+            f"aten.{node.target._overloadpacket.__name__}.dim",
+        )
         self.alias[node.name] = node.name
         return True
 
@@ -338,8 +430,13 @@ class _Builder:
             return False
         src = self.ref(node.args[0]).name
         full = self.nodes[src].shape
-        term = self.ew(self.fresh(f"{node.name}_term"), "abs" if ord_ == 1 else "mul",
-                       (Ref(src),) if ord_ == 1 else (Ref(src), Ref(src)), full, "norm term")
+        term = self.ew(
+            self.fresh(f"{node.name}_term"),
+            "abs" if ord_ == 1 else "mul",
+            (Ref(src),) if ord_ == 1 else (Ref(src), Ref(src)),
+            full,
+            "norm term",
+        )
         if ord_ == 1:
             self.reduce(node.name, "sum", term, dims, keep, shape, "aten.linalg_vector_norm")
             return True
@@ -353,8 +450,11 @@ class _Builder:
             return False
         src = self.ref(node.args[0]).name
         dim = int(node.args[1]) % len(shape)
-        self.add(OpNode(node.name, SCAN, (Ref(src),), {"dim": dim, "op": op}, shape, dtype,
-                        f"aten.cum{op}"))
+        self.add(
+            OpNode(
+                node.name, SCAN, (Ref(src),), {"dim": dim, "op": op}, shape, dtype, f"aten.cum{op}"
+            )
+        )
         return True
 
     def op_cumprod(self, node, shape, dtype):
@@ -377,23 +477,48 @@ class _Builder:
         sq = self.ew(self.fresh(f"{node.name}_sq"), "mul", (Ref(m), Ref(m)), full, o)
         quad = self.ew(self.fresh(f"{node.name}_quad"), "mul", (Ref(sq), 0.5 / beta), full, o)
         lin = self.ew(self.fresh(f"{node.name}_lin"), "sub", (Ref(ad), Ref(m)), full, o, alpha=1.0)
-        term = self.ew(self.fresh(f"{node.name}_term"), "add", (Ref(quad), Ref(lin)), full, o,
-                       alpha=1.0)
+        term = self.ew(
+            self.fresh(f"{node.name}_term"), "add", (Ref(quad), Ref(lin)), full, o, alpha=1.0
+        )
         self.reduce(node.name, "mean" if reduction == 1 else "sum", term, [], False, shape, o)
         return True
 
-    def _row_norm(self, node: fx.Node, x: str, rows_expr: str, lead: int, weight, bias,
-                  eps: float, origin: str) -> None:
+    def _row_norm(
+        self,
+        node: fx.Node,
+        x: str,
+        rows_expr: str,
+        lead: int,
+        weight,
+        bias,
+        eps: float,
+        origin: str,
+    ) -> None:
         """Normalize rows of ``x`` viewed as ``rows_expr`` (no affine), view back, then the
         per-channel affine as elementwise ops (fused with what follows)."""
         full = self.nodes[x].shape
-        rows = self.lib(self.fresh(f"{node.name}_rows"), f"@0@.reshape({{{rows_expr}}})", [x],
-                        (lead, math.prod(full) // max(lead, 1)), "view")
+        rows = self.lib(
+            self.fresh(f"{node.name}_rows"),
+            f"@0@.reshape({{{rows_expr}}})",
+            [x],
+            (lead, math.prod(full) // max(lead, 1)),
+            "view",
+        )
         normed = self.fresh(f"{node.name}_norm")
-        self.add(OpNode(normed, "layer_norm", (Ref(rows), None, None),
-                        {"dim": 1, "eps": float(eps)}, self.nodes[rows].shape, "float32", origin))
-        out = self.lib(self.fresh(f"{node.name}_back"), "@0@.view(@1@.sizes())", [normed, x],
-                       full, "view")
+        self.add(
+            OpNode(
+                normed,
+                "layer_norm",
+                (Ref(rows), None, None),
+                {"dim": 1, "eps": float(eps)},
+                self.nodes[rows].shape,
+                "float32",
+                origin,
+            )
+        )
+        out = self.lib(
+            self.fresh(f"{node.name}_back"), "@0@.view(@1@.sizes())", [normed, x], full, "view"
+        )
         self._affine(node.name, out, weight, bias, full, origin)
 
     def _affine(self, name: str, x: str, weight, bias, full: tuple, origin: str) -> None:
@@ -402,7 +527,9 @@ class _Builder:
             if operand is None:
                 continue
             view = self.channel_view(self.ref(operand).name, len(full), f"{name}_{kind}")
-            value = self.ew(self.fresh(f"{name}_{kind}"), kind, (Ref(value), Ref(view)), full, origin)
+            value = self.ew(
+                self.fresh(f"{name}_{kind}"), kind, (Ref(value), Ref(view)), full, origin
+            )
         self.ew(name, "identity", (Ref(value),), full, origin)
 
     def op_group_norm(self, node, shape, dtype):
@@ -410,8 +537,16 @@ class _Builder:
         args = list(node.args) + [None] * 4
         eps = args[4] if args[4] is not None else 1e-5
         full = self.nodes[x].shape
-        self._row_norm(node, x, f"@0@.size(0) * {groups}, -1", full[0] * groups, args[2], args[3],
-                       eps, "aten.group_norm")
+        self._row_norm(
+            node,
+            x,
+            f"@0@.size(0) * {groups}, -1",
+            full[0] * groups,
+            args[2],
+            args[3],
+            eps,
+            "aten.group_norm",
+        )
         return True
 
     def op_instance_norm(self, node, shape, dtype):
@@ -420,8 +555,16 @@ class _Builder:
         full = self.nodes[x].shape
         if not use_input_stats or len(full) < 3:
             return False
-        self._row_norm(node, x, "@0@.size(0) * @0@.size(1), -1", full[0] * full[1], weight, bias,
-                       eps if eps is not None else 1e-5, "aten.instance_norm")
+        self._row_norm(
+            node,
+            x,
+            "@0@.size(0) * @0@.size(1), -1",
+            full[0] * full[1],
+            weight,
+            bias,
+            eps if eps is not None else 1e-5,
+            "aten.instance_norm",
+        )
         return True
 
     def op_layer_norm(self, node, shape, dtype):
@@ -431,19 +574,38 @@ class _Builder:
         eps = args[4] if args[4] is not None else 1e-5
         count = math.prod(normalized)
         full = self.nodes[x].shape
-        rows = self.lib(self.fresh(f"{node.name}_rows"), f"@0@.reshape({{-1, {count}}})", [x],
-                        (math.prod(full) // max(count, 1), count), "view")
+        rows = self.lib(
+            self.fresh(f"{node.name}_rows"),
+            f"@0@.reshape({{-1, {count}}})",
+            [x],
+            (math.prod(full) // max(count, 1), count),
+            "view",
+        )
         affine = []
         for operand in (args[2], args[3]):
             if operand is None:
                 affine.append(None)
                 continue
-            flat = self.lib(self.fresh(f"{node.name}_affine"), "@0@.reshape({-1})",
-                            [self.ref(operand).name], (count,), "view")
+            flat = self.lib(
+                self.fresh(f"{node.name}_affine"),
+                "@0@.reshape({-1})",
+                [self.ref(operand).name],
+                (count,),
+                "view",
+            )
             affine.append(Ref(flat))
         normed = self.fresh(f"{node.name}_norm")
-        self.add(OpNode(normed, "layer_norm", (Ref(rows), *affine), {"dim": 1, "eps": float(eps)},
-                        (math.prod(full) // max(count, 1), count), "float32", "aten.layer_norm"))
+        self.add(
+            OpNode(
+                normed,
+                "layer_norm",
+                (Ref(rows), *affine),
+                {"dim": 1, "eps": float(eps)},
+                (math.prod(full) // max(count, 1), count),
+                "float32",
+                "aten.layer_norm",
+            )
+        )
         self.lib(node.name, "@0@.view(@1@.sizes())", [normed, x], full, "view")
         return True
 
@@ -455,12 +617,23 @@ class _Builder:
             return False
         if training:
             stats = self.fresh(f"{node.name}_stats")
-            self.add(OpNode(stats, STATS, (Ref(xs),), {"eps": float(eps)}, (2, full[1]),
-                            "float32", "aten.batch_norm (batch statistics)"))
-            mean_c = self.lib(self.fresh(f"{node.name}_mean"), "@0@.select(0, 0)", [stats],
-                              (full[1],), "select")
-            rstd_c = self.lib(self.fresh(f"{node.name}_rstd"), "@0@.select(0, 1)", [stats],
-                              (full[1],), "select")
+            self.add(
+                OpNode(
+                    stats,
+                    STATS,
+                    (Ref(xs),),
+                    {"eps": float(eps)},
+                    (2, full[1]),
+                    "float32",
+                    "aten.batch_norm (batch statistics)",
+                )
+            )
+            mean_c = self.lib(
+                self.fresh(f"{node.name}_mean"), "@0@.select(0, 0)", [stats], (full[1],), "select"
+            )
+            rstd_c = self.lib(
+                self.fresh(f"{node.name}_rstd"), "@0@.select(0, 1)", [stats], (full[1],), "select"
+            )
             mean_v = self.channel_view(mean_c, len(full), f"{node.name}_meanv")
             rstd_v = self.channel_view(rstd_c, len(full), f"{node.name}_rstdv")
         else:
@@ -468,14 +641,36 @@ class _Builder:
                 return False
             mean_v = self.channel_view(self.ref(mean).name, len(full), f"{node.name}_meanv")
             var_v = self.channel_view(self.ref(var).name, len(full), f"{node.name}_varv")
-            shifted = self.ew(self.fresh(f"{node.name}_vareps"), "add", (Ref(var_v), float(eps)),
-                              self.nodes[var_v].shape, "aten.batch_norm", alpha=1.0)
-            rstd_v = self.ew(self.fresh(f"{node.name}_rstd"), "rsqrt", (Ref(shifted),),
-                             self.nodes[var_v].shape, "aten.batch_norm")
-        centred = self.ew(self.fresh(f"{node.name}_centred"), "sub", (Ref(xs), Ref(mean_v)), full,
-                          "aten.batch_norm", alpha=1.0)
-        normed = self.ew(self.fresh(f"{node.name}_normed"), "mul", (Ref(centred), Ref(rstd_v)),
-                         full, "aten.batch_norm")
+            shifted = self.ew(
+                self.fresh(f"{node.name}_vareps"),
+                "add",
+                (Ref(var_v), float(eps)),
+                self.nodes[var_v].shape,
+                "aten.batch_norm",
+                alpha=1.0,
+            )
+            rstd_v = self.ew(
+                self.fresh(f"{node.name}_rstd"),
+                "rsqrt",
+                (Ref(shifted),),
+                self.nodes[var_v].shape,
+                "aten.batch_norm",
+            )
+        centred = self.ew(
+            self.fresh(f"{node.name}_centred"),
+            "sub",
+            (Ref(xs), Ref(mean_v)),
+            full,
+            "aten.batch_norm",
+            alpha=1.0,
+        )
+        normed = self.ew(
+            self.fresh(f"{node.name}_normed"),
+            "mul",
+            (Ref(centred), Ref(rstd_v)),
+            full,
+            "aten.batch_norm",
+        )
         self._affine(node.name, normed, weight, bias, full, "aten.batch_norm")
         return True
 
@@ -495,22 +690,28 @@ class _Builder:
 
 
 def _batch_free_view(cpp: str, node: fx.Node) -> str:
-    """A view's target sizes were traced with the test batch size; the leading one becomes -1
-    (inferred), so the candidate also runs at another batch size."""
+    """A view's target sizes were traced with the test batch size: a leading size equal to
+    the source's leading size is read from the tensor at run time (``@0@.size(0)``), so the
+    candidate also runs at another batch size, as a reference written ``x.view(x.size(0), -1)``."""
     name = node.target._overloadpacket.__name__
     if name not in ("view", "reshape", "_unsafe_view"):
         return cpp
-    sizes = list(node.args[1])
-    if -1 in sizes or len(sizes) < 2 or 0 in sizes:
+    sizes = [int(s) for s in node.args[1]]
+    source, _ = _shape(node.args[0])
+    if len(sizes) < 2 or not source or sizes[0] != source[0]:
         return cpp
-    old = "{" + ", ".join(str(int(s)) for s in sizes) + "}"
-    new = "{-1, " + ", ".join(str(int(s)) for s in sizes[1:]) + "}"
+    old = "{" + ", ".join(str(s) for s in sizes) + "}"
+    new = "{@0@.size(0), " + ", ".join(str(s) for s in sizes[1:]) + "}"
     return cpp.replace(old, new, 1)
 
 
 # -- C++ for a library call, from the op's schema ---------------------------------------------
-_DTYPES = {torch.float32: "at::kFloat", torch.int64: "at::kLong", torch.bool: "at::kBool",
-           torch.int32: "at::kInt"}
+_DTYPES = {
+    torch.float32: "at::kFloat",
+    torch.int64: "at::kLong",
+    torch.bool: "at::kBool",
+    torch.int32: "at::kInt",
+}
 
 
 def _cpp_call(node: fx.Node, builder: _Builder, refs: list[str]) -> str:
@@ -531,7 +732,21 @@ def _cpp_call(node: fx.Node, builder: _Builder, refs: list[str]) -> str:
             value = arg.default_value if arg.has_default_value() else None
         values.append(_cpp_value(value, arg, builder, refs, node))
     last = max((i for i, p in enumerate(provided) if p), default=-1)
+    if _method_only(name):  # e.g. view, expand, numpy_T: Tensor methods in C++ too
+        return f"{values[0]}.{name}({', '.join(values[1 : last + 1])})"
     return f"at::{name}({', '.join(values[: last + 1])})"
+
+
+def _method_only(name: str) -> bool:
+    namespaces = (
+        torch._C._VariableFunctions,
+        torch._C._nn,
+        torch._C._linalg,
+        torch._C._special,
+        torch._C._fft,
+    )
+    is_method = hasattr(torch.Tensor, name) or name == "numpy_T"  # numpy_T: Python's x.T
+    return is_method and not any(hasattr(ns, name) for ns in namespaces)
 
 
 def _cpp_value(value: Any, arg: Any, builder: _Builder, refs: list[str], node: fx.Node) -> str:
@@ -567,7 +782,9 @@ def _cpp_value(value: Any, arg: Any, builder: _Builder, refs: list[str], node: f
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, torch.dtype):
         if value not in _DTYPES:
-            raise UnsupportedOp(f"unsupported by the offline policy: dtype {value} in aten.{node.target}")
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: dtype {value} in aten.{node.target}"
+            )
         return _DTYPES[value]
     if isinstance(value, torch.device):
         return "at::kCUDA"
@@ -601,11 +818,14 @@ def lower(graph: OpGraph) -> Plan:
     for name, node in graph.nodes.items():
         if name not in needed or node.kind in ("input", "param"):
             continue
-        if node.kind not in ELEMENTWISE:
-            materialized.append(name)
-        elif name == graph.output or any(
-            graph.nodes[c].kind not in ELEMENTWISE | REDUCTIONS | ROW_OPS for c in consumers[name]
-            if c in needed
+        if (
+            node.kind not in ELEMENTWISE
+            or name == graph.output
+            or any(
+                graph.nodes[c].kind not in ELEMENTWISE | REDUCTIONS | ROW_OPS
+                for c in consumers[name]
+                if c in needed
+            )
         ):
             materialized.append(name)
     stages: list[Stage] = []
@@ -699,10 +919,14 @@ def _elementwise(graph: OpGraph, name: str, scalars: Scalars, given: dict[str, s
 def _single_input(graph: OpGraph, node: OpNode, scalars: Scalars, given: dict[str, str]) -> Stage:
     src = node.args[0].name
     if src not in given and graph.nodes[src].kind not in ("input", "param"):
-        raise UnsupportedOp(f"unsupported by the offline policy: {node.origin} of an unmaterialized value")
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: {node.origin} of an unmaterialized value"
+        )
     source = graph.nodes[src]
     if source.dtype != "float32":
-        raise UnsupportedOp(f"unsupported by the offline policy: {node.origin} of a {source.dtype} tensor")
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: {node.origin} of a {source.dtype} tensor"
+        )
     tensors = [TensorArg(src, _tensor_py(graph, src, given), source.shape, "full")]
     extra: dict[str, Any] = {"dim": node.attrs.get("dim", 1)}
     if node.kind == STATS:
@@ -724,5 +948,9 @@ def _library(graph: OpGraph, node: OpNode, given: dict[str, str]) -> Stage:
         node.shape,
         [],
         "",
-        extra={"cpp": node.attrs["cpp"], "tuple": bool(node.attrs.get("tuple")), "origin": node.origin},
+        extra={
+            "cpp": node.attrs["cpp"],
+            "tuple": bool(node.attrs.get("tuple")),
+            "origin": node.origin,
+        },
     )

@@ -145,7 +145,8 @@ class OfflineCudaPolicy:
         history = [
             a
             for a in obs.attempts_shown()
-            if "params" in a.meta and a.meta.get("variant", 0) < len(variants)
+            if "params" in a.meta
+            and a.meta.get("variant", 0) < len(variants)
             and a.meta.get("family") == variants[a.meta.get("variant", 0)].family
         ]
         tried = {config_key(a.meta["params"], a.meta.get("variant", 0)) for a in history}
@@ -154,7 +155,9 @@ class OfflineCudaPolicy:
         plan = variants[v]
         own = [a for a in history if a.meta.get("variant", 0) == v]
         bad = _bad_values(own)
-        base = base_attempt.meta["params"] if base_attempt else [space.default(s) for s in plan.stages]
+        base = (
+            base_attempt.meta["params"] if base_attempt else [space.default(s) for s in plan.stages]
+        )
         base_id = base_attempt.candidate_id if base_attempt else "default"
         focus = _critique_focus(obs)
         chosen: list[tuple[int, Config, list[str]]] = []

@@ -60,8 +60,10 @@ def _stage_params(stage: Stage, scalars: list[str]) -> tuple[str, str, list[str]
     return ", ".join(params), ", ".join(args), args
 
 
-def _block_args(i: int, two: bool) -> list[str]:
-    return [f"inner{i}", f"mid{i}"] + ([f"innerb{i}", f"midb{i}"] if two else [])
+def _block_args(i: int, two: bool, bare: bool = False) -> list[str]:
+    """Names of a broadcast tensor's index sizes (``bare``: without the tensor's number)."""
+    names = ["inner", "mid"] + (["innerb", "midb"] if two else [])
+    return names if bare else [f"{n}{i}" for n in names]
 
 
 def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
@@ -115,7 +117,11 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             host.update(expr=expr, tuple=stage.extra["tuple"], origin=stage.extra["origin"])
         elif stage.family in ("stats", "scan"):
             ctx["op"] = stage.extra.get("op", "sum")
-            cuda_parts.append(env.get_template(f"{'channel_stats' if stage.family == 'stats' else 'scan'}.cu.j2").render(ctx))
+            cuda_parts.append(
+                env.get_template(
+                    f"{'channel_stats' if stage.family == 'stats' else 'scan'}.cu.j2"
+                ).render(ctx)
+            )
             host.update(
                 ref=tvars[0],
                 dim=stage.extra["dim"],
@@ -142,7 +148,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 **{"pass": "".join(f", {a}" for a in passed)},
             )
             cuda_parts.append(env.get_template("elementwise.cu.j2").render(ctx))
-            bargs = [x for i in blocks for x in _block_args(i, i in twos)]
+            bargs = [f"{x}{si}_{i}" for i in blocks for x in _block_args(i, i in twos, bare=True)]
             host.update(
                 ref=tvars[full[0]],
                 decl=f"{kparams}, float* out, long n",
