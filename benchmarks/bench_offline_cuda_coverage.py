@@ -60,16 +60,18 @@ _FAMILY_OPS = (  # first match wins: the heaviest op decides a problem's family
 
 
 def problem_family(source: str, where: str) -> str:
-    """The problem's family from the aten ops of its forward ("other" if export fails)."""
+    """The problem's family from the aten ops of its forward (from the file name where the
+    partial lowering refuses the graph, "other" where neither says)."""
     try:
-        graph = export_graph(source, where)
+        origins = " ".join(n.origin for n in export_graph(source, where).ops())
+        fallback = "elementwise"
     except Exception:  # capture errors are reported by the analysis itself
-        return "other"
-    origins = " ".join(n.origin for n in graph.ops())
+        origins = Path(where).stem.lower().replace("gemm", "matmul").replace("norm", "_norm")
+        fallback = "other"
     for family, needles in _FAMILY_OPS:
-        if any(f"aten.{needle}" in origins or needle in origins for needle in needles):
+        if any(needle in origins for needle in needles):
             return family
-    return "elementwise"
+    return fallback
 
 
 def _number(path: Path) -> int:

@@ -323,3 +323,48 @@ def test_fused_candidates_compile_with_nvcc(policy, problem, tmp_path: Path):
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _has_gpu() -> bool:
+    from maxcode.evaluate.cuda.figures import detect_cuda_arch
+
+    return shutil.which("nvidia-smi") is not None and bool(detect_cuda_arch())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU (run through the device tool)")
+def test_fused_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
+    """Every fixture's first step (each variant's default) through the real CUDA evaluator."""
+    from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+
+    problems = {
+        "1_Conv2d_ReLU_BiasAdd.py": CONV_TAIL,
+        "2_Conv2d_GroupNorm_Tanh.py": TUPLES_BOOLS,
+        "3_BatchNorm_Hardtanh.py": BATCHNORM,
+        "4_Gemm_Sigmoid_Scale.py": GEMM_TAIL,
+        "5_Cumsum_Cumprod.py": simple("torch.cumsum(x, dim=1) + torch.cumprod(x, dim=2)"),
+        "6_Norms.py": simple(
+            "x / torch.norm(x, p=2, dim=1, keepdim=True) + torch.logsumexp(x, dim=2, keepdim=True)"
+        ),
+    }
+    items = []
+    for name, source in problems.items():
+        task = Task(
+            task_id=name,
+            suite="kernelbench",
+            language="cuda",
+            reference_source=source,
+            description="",
+            tags=(),
+            metadata={"file_name": name},
+        )
+        for proposal in policy.propose(_observe(task, []), 2, random.Random(0)):
+            items.append((task, proposal.source))
+    with CudaEvaluator(CudaEvalConfig(timing_trials=5), tmp_path / "cache") as evaluator:
+        results = evaluator.evaluate_items(items)
+    bad = [
+        (t.task_id, r.status, r.reason[:300])
+        for (t, _), r in zip(items, results, strict=True)
+        if r.status is not Status.OK
+    ]
+    assert bad == []
