@@ -17,14 +17,20 @@ import torch.nn as nn
 
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.result import EvalResult, Status, Timing
-from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
-from maxcode.policy.offline_cuda.graph import init_source, load_problem
+from maxcode.policy.offline_cuda import OfflineCudaPolicy, graph, space
 from maxcode.policy.offline_cuda.render import render
 from maxcode.search.types import Attempt, Observation
 from maxcode.tasks.model import Task
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import bench_offline_cuda_coverage as coverage
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def coverage():
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_offline_cuda_coverage
+
+    return bench_offline_cuda_coverage
 
 
 def kb_problem(
@@ -104,10 +110,10 @@ def policy() -> OfflineCudaPolicy:
 def test_init_of_kernelbench_style_problems_is_reproduced_exactly():
     """super(Model, self), module constants (read transitively), tuples and bools: the
     candidate's __init__ creates the same parameters in the same order under one seed."""
-    signature, body, prelude = init_source(TUPLES_BOOLS, "p.py")
+    signature, body, prelude = graph.init_source(TUPLES_BOOLS, "p.py")
     assert "super(ModelNew, self).__init__()" in body
     assert prelude.splitlines() == ["GROUPS = 4"]
-    problem = load_problem(TUPLES_BOOLS, "p.py")
+    problem = graph.load_problem(TUPLES_BOOLS, "p.py")
     namespace = {"torch": torch, "nn": nn}
     exec(prelude, namespace)
     indented = "\n".join("        " + line for line in body.splitlines())
@@ -272,7 +278,7 @@ def _write_fixture_checkout(root: Path) -> None:
         (root / name).write_text(text)
 
 
-def test_coverage_benchmark_reports_shares_and_reasons(tmp_path: Path):
+def test_coverage_benchmark_reports_shares_and_reasons(coverage, tmp_path: Path):
     _write_fixture_checkout(tmp_path / "kb")
     rows = coverage.survey(tmp_path / "kb", [1, 2], tmp_path / "sources")
     supported = {r["problem"]: r["supported"] for r in rows}
@@ -295,7 +301,7 @@ def test_coverage_benchmark_reports_shares_and_reasons(tmp_path: Path):
     assert len(list((tmp_path / "sources").rglob("*.py"))) == 6  # the GEMM has two variants
 
 
-def test_coverage_benchmark_refuses_a_missing_checkout(tmp_path: Path, capsys):
+def test_coverage_benchmark_refuses_a_missing_checkout(coverage, tmp_path: Path, capsys):
     assert coverage.main(["--kb", str(tmp_path / "nope")]) == 2
     assert "--kb" in capsys.readouterr().err
 
