@@ -189,7 +189,7 @@ def _check_dtypes(graph: OpGraph) -> None:
             )
 
 
-def _py(graph: OpGraph, name: str) -> str:
+def py_expr(graph: OpGraph, name: str) -> str:
     node = graph.nodes[name]
     if node.kind == "input":
         return graph.input_names[node.index or 0]
@@ -224,7 +224,7 @@ def plan_for(graph: OpGraph) -> Plan:
                 f"unsupported by the offline policy: {rows[1].origin} at node '{rows[1].name}' after "
                 f"another reduction ('{rows[0].name}'); the reduction template takes one"
             )
-        stages = [_reduction_stage(graph, rows[0], graph.output, scalars, {})]
+        stages = [reduction_stage(graph, rows[0], graph.output, scalars, {})]
         family = "reduction"
     else:
         stages = [_elementwise_stage(graph, scalars)]
@@ -236,7 +236,7 @@ def _leaves(graph: OpGraph) -> list[OpNode]:
     return [n for n in graph.nodes.values() if n.kind in ("input", "param")]
 
 
-def _used(graph: OpGraph, target: str, stop: set[str] | None = None) -> set[str]:
+def used_nodes(graph: OpGraph, target: str, stop: set[str] | None = None) -> set[str]:
     """Names of the nodes ``target`` depends on (itself included), not looking past ``stop``."""
     seen: set[str] = set()
     todo = [target]
@@ -251,7 +251,9 @@ def _used(graph: OpGraph, target: str, stop: set[str] | None = None) -> set[str]
     return seen
 
 
-def _block(shape: tuple[int, ...], out: tuple[int, ...], name: str) -> tuple[str, tuple[int, ...]]:
+def broadcast_role(
+    shape: tuple[int, ...], out: tuple[int, ...], name: str
+) -> tuple[str, tuple[int, ...]]:
     """How a tensor broadcasts to the output: full, one scalar, or one or two runs of dims."""
     if shape == out:
         return "full", (0, 0)
@@ -285,15 +287,15 @@ def _block(shape: tuple[int, ...], out: tuple[int, ...], name: str) -> tuple[str
 
 def _elementwise_stage(graph: OpGraph, scalars: Scalars) -> Stage:
     out = graph.nodes[graph.output]
-    used = _used(graph, graph.output)
+    used = used_nodes(graph, graph.output)
     tensors: list[TensorArg] = []
     leaves: dict[str, str] = {}
     for leaf in _leaves(graph):
         if leaf.name not in used:
             continue
-        role, block = _block(leaf.shape, out.shape, leaf.name)
+        role, block = broadcast_role(leaf.shape, out.shape, leaf.name)
         leaves[leaf.name] = f"x{len(tensors)}"
-        tensors.append(TensorArg(leaf.name, _py(graph, leaf.name), leaf.shape, role, block))
+        tensors.append(TensorArg(leaf.name, py_expr(graph, leaf.name), leaf.shape, role, block))
     if not any(t.role == "full" for t in tensors):
         raise UnsupportedOp(
             f"unsupported by the offline policy: no input has the output's shape {out.shape}; "
@@ -304,7 +306,7 @@ def _elementwise_stage(graph: OpGraph, scalars: Scalars) -> Stage:
     return Stage("elementwise", tensors, out.shape, gen.lines, out_var)
 
 
-def _reduction_stage(
+def reduction_stage(
     graph: OpGraph, red: OpNode, output: str, scalars: Scalars, given: dict[str, str]
 ) -> Stage:
     """A reduction (or softmax / LayerNorm) along one dim of ``red``'s input.
@@ -325,14 +327,14 @@ def _reduction_stage(
     reduced_out = out_node.shape != full_shape
     tensors: list[TensorArg] = []
     leaves: dict[str, str] = {}
-    pre_nodes = _used(graph, src.name, stop=set(given))
-    post_nodes = _used(graph, output, stop={red.name, *given})
+    pre_nodes = used_nodes(graph, src.name, stop=set(given))
+    post_nodes = used_nodes(graph, output, stop={red.name, *given})
 
     def add_tensor(name: str, role: str) -> str:
         for i, t in enumerate(tensors):
             if t.node == name:
                 return f"x{i}"
-        py = given.get(name) or _py(graph, name)
+        py = given.get(name) or py_expr(graph, name)
         shape = graph.nodes[name].shape
         tensors.append(TensorArg(name, py, shape, role))
         return f"x{len(tensors) - 1}"
@@ -489,18 +491,18 @@ def _gemm_stages(graph: OpGraph, mm: OpNode, rows: list[OpNode], scalars: Scalar
     end = graph.output
     if row is not None:
         end = row.args[0].name
-        if mm.name not in _used(graph, end):
+        if mm.name not in used_nodes(graph, end):
             raise UnsupportedOp(
                 f"unsupported by the offline policy: {row.origin} at '{row.name}' does not follow the matmul"
             )
-    used = _used(graph, end, stop={mm.name})
+    used = used_nodes(graph, end, stop={mm.name})
     tensors: list[TensorArg] = []
     leaves = {mm.name: "acc"}
     out_shape = mm.shape
     bias = mm.args[2] if mm.kind == "linear" and len(mm.args) > 2 else None
     if isinstance(bias, Ref):  # nn.Linear's bias: a per-column add folded into the epilogue
         tensors.append(
-            TensorArg(bias.name, _py(graph, bias.name), graph.nodes[bias.name].shape, "col")
+            TensorArg(bias.name, py_expr(graph, bias.name), graph.nodes[bias.name].shape, "col")
         )
         leaves[mm.name] = "(acc + x0)"
     for name in sorted(used, key=list(graph.nodes).index):
@@ -519,7 +521,7 @@ def _gemm_stages(graph: OpGraph, mm: OpNode, rows: list[OpNode], scalars: Scalar
                 f"a matmul of shape {out_shape} (the GEMM template adds full, per-column or scalar tensors)"
             )
         leaves[name] = f"x{len(tensors)}"
-        tensors.append(TensorArg(name, _py(graph, name), node.shape, role))
+        tensors.append(TensorArg(name, py_expr(graph, name), node.shape, role))
     if graph.nodes[end].shape != out_shape:
         raise UnsupportedOp(
             f"unsupported by the offline policy: the matmul epilogue changes the shape at '{end}'"
@@ -533,8 +535,8 @@ def _gemm_stages(graph: OpGraph, mm: OpNode, rows: list[OpNode], scalars: Scalar
         gen.lines,
         out_var,
         extra={
-            "a": _py(graph, a.name),
-            "b": _py(graph, b.name),
+            "a": py_expr(graph, a.name),
+            "b": py_expr(graph, b.name),
             "a_shape": a.shape,
             "b_shape": b.shape,
             "trans_a": trans_a,
@@ -545,4 +547,4 @@ def _gemm_stages(graph: OpGraph, mm: OpNode, rows: list[OpNode], scalars: Scalar
     if row is None:
         return [gemm]
     given = {end: "__gemm_out"}
-    return [gemm, _reduction_stage(graph, row, graph.output, scalars, given)]
+    return [gemm, reduction_stage(graph, row, graph.output, scalars, given)]

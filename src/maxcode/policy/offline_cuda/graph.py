@@ -111,7 +111,7 @@ ROW_OPS = frozenset(["softmax", "log_softmax", "layer_norm"])
 MATMULS = frozenset(["matmul", "bmm", "mm", "linear"])
 
 # Spellings of each kind: Python operators, torch / Tensor / functional names, aten packets.
-_ALIASES = {
+ALIASES = {
     "add": "add",
     "iadd": "add",
     "sub": "sub",
@@ -406,7 +406,7 @@ def _from_fx(gm: fx.GraphModule, inputs: list[Any]) -> tuple[dict[str, OpNode], 
                 else getattr(node.target, "__name__", str(node.target))
             )
             prefix = "Tensor." if node.op == "call_method" else _qualifier(node.target)
-            kind = _ALIASES.get(str(name))
+            kind = ALIASES.get(str(name))
             if node.target is getattr and node.args[1] in ("T", "mT"):  # A.T: a transpose
                 kind, node.args = "t", node.args[:1]
             elif name == "einsum":
@@ -417,7 +417,7 @@ def _from_fx(gm: fx.GraphModule, inputs: list[Any]) -> tuple[dict[str, OpNode], 
                 raise UnsupportedOp(
                     f"unsupported by the offline policy: aten.{name} ({origin}) at node '{node.name}'"
                 )
-            args, attrs = _normalize(kind, node.args, node.kwargs, node.name, origin)
+            args, attrs = normalize_call(kind, node.args, node.kwargs, node.name, origin)
             nodes[node.name] = _finish(
                 OpNode(node.name, kind, args, attrs, shape, dtype, origin), nodes
             )
@@ -539,7 +539,7 @@ def _operand(value: Any) -> Any:
     )
 
 
-def _normalize(
+def normalize_call(
     kind: str, args: tuple, kwargs: dict, name: str, origin: str
 ) -> tuple[tuple, dict[str, Any]]:
     """(operands, attributes) of one call, whatever the spelling (fx or aten)."""
@@ -690,12 +690,12 @@ def _from_export(exported: Any) -> tuple[dict[str, OpNode], list[str], str]:
         elif node.op == "call_function":
             packet = getattr(node.target, "_overloadpacket", None)
             name = packet.__name__ if packet is not None else getattr(node.target, "__name__", "?")
-            kind = _ALIASES.get(name)
+            kind = ALIASES.get(name)
             if kind is None:
                 raise UnsupportedOp(
                     f"unsupported by the offline policy: aten.{name} at node '{node.name}'"
                 )
-            args, attrs = _normalize(kind, node.args, node.kwargs, node.name, f"aten.{name}")
+            args, attrs = normalize_call(kind, node.args, node.kwargs, node.name, f"aten.{name}")
             nodes[node.name] = _finish(
                 OpNode(node.name, kind, args, attrs, s, d, f"aten.{name}"), nodes
             )

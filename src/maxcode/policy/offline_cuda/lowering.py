@@ -33,12 +33,12 @@ from maxcode.policy.offline_cuda.families import (
     Scalars,
     Stage,
     TensorArg,
-    _block,
-    _py,
-    _reduction_stage,
+    broadcast_role,
+    py_expr,
+    reduction_stage,
 )
 from maxcode.policy.offline_cuda.graph import (
-    _ALIASES,
+    ALIASES,
     ELEMENTWISE,
     REDUCTIONS,
     ROW_OPS,
@@ -47,9 +47,9 @@ from maxcode.policy.offline_cuda.graph import (
     OpNode,
     Ref,
     UnsupportedOp,
-    _normalize,
     init_source,
     load_problem,
+    normalize_call,
 )
 
 LIBRARY = "library"
@@ -113,6 +113,7 @@ class _Builder:
         sig = exported.graph_signature
         self.exported = exported
         self.params = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
+        self.constants = set(getattr(sig, "inputs_to_lifted_tensor_constants", {}))
         self.nodes: dict[str, OpNode] = {}
         self.order: list[str] = []
         self.output = ""
@@ -151,6 +152,11 @@ class _Builder:
         for node in self.exported.graph.nodes:
             shape, dtype = _shape(node)
             if node.op == "placeholder":
+                if node.name in self.constants:
+                    raise UnsupportedOp(
+                        "unsupported by the offline policy: forward creates a tensor constant "
+                        f"('{node.name}', e.g. torch.tensor(c)) the candidate cannot reproduce"
+                    )
                 if node.name in self.params:
                     self.add(
                         OpNode(
@@ -213,14 +219,14 @@ class _Builder:
                 f"unsupported by the offline policy: in-place {origin} at node '{node.name}'"
             )
         if name in ("dropout", "native_dropout"):
-            _normalize("identity", args, kwargs, node.name, origin)  # raises unless p == 0
+            normalize_call("identity", args, kwargs, node.name, origin)  # raises unless p == 0
         handler = getattr(self, f"op_{name}", None)
         if handler is not None and handler(node, shape, dtype) is not False:
             return
-        kind = _ALIASES.get(name)
+        kind = ALIASES.get(name)
         if kind in ELEMENTWISE and self._float_operands(node) and dtype == "float32":
             try:
-                nargs, attrs = _normalize(kind, args, kwargs, node.name, origin)
+                nargs, attrs = normalize_call(kind, args, kwargs, node.name, origin)
             except UnsupportedOp:
                 pass
             else:
@@ -836,14 +842,14 @@ def lower(graph: OpGraph) -> Plan:
             stage = _elementwise(graph, name, scalars, given)
         elif node.kind in REDUCTIONS | ROW_OPS:
             try:
-                stage = _reduction_stage(graph, node, name, scalars, given)
+                stage = reduction_stage(graph, node, name, scalars, given)
             except UnsupportedOp:  # materialize the prologue on its own, then reduce
                 src = node.args[0].name
                 if src in given or graph.nodes[src].kind not in ELEMENTWISE:
                     raise
                 stages.append(_elementwise(graph, src, scalars, given))
                 given[src] = f"__stage:{len(stages) - 1}"
-                stage = _reduction_stage(graph, node, name, scalars, given)
+                stage = reduction_stage(graph, node, name, scalars, given)
         elif node.kind in (STATS, SCAN):
             stage = _single_input(graph, node, scalars, given)
         else:
@@ -875,7 +881,7 @@ def _used_all(graph: OpGraph, target: str) -> set[str]:
 
 
 def _tensor_py(graph: OpGraph, name: str, given: dict[str, str]) -> str:
-    return given.get(name) or _py(graph, name)
+    return given.get(name) or py_expr(graph, name)
 
 
 def _elementwise(graph: OpGraph, name: str, scalars: Scalars, given: dict[str, str]) -> Stage:
@@ -903,7 +909,7 @@ def _elementwise(graph: OpGraph, name: str, scalars: Scalars, given: dict[str, s
             raise UnsupportedOp(
                 f"unsupported by the offline policy: {node.dtype} tensor '{leaf}' in an elementwise kernel"
             )
-        role, block = _block(node.shape, out.shape, leaf)
+        role, block = broadcast_role(node.shape, out.shape, leaf)
         leaf_vars[leaf] = f"x{len(tensors)}"
         tensors.append(TensorArg(leaf, _tensor_py(graph, leaf, given), node.shape, role, block))
     if not any(t.role == "full" for t in tensors):
