@@ -862,8 +862,28 @@ def lower(graph: OpGraph) -> Plan:
             f"unsupported by the offline policy: every op is a library call ({', '.join(ops)}); "
             "no template covers any of them, so the candidate would launch no kernel of its own"
         )
+    _mark_contiguous(stages)
     family = "fused" if any(s.family == LIBRARY for s in stages) else "kernels"
     return Plan(family, stages, scalars.py, graph, graph.input_names)
+
+
+def _mark_contiguous(stages: list[Stage]) -> None:
+    """A library result is made contiguous only where a kernel of ours reads it (or it is the
+    output); between library calls it keeps ATen's strides, as in the reference (no copy of
+    a transposed weight before cuBLAS)."""
+    read_by_kernel = {
+        t.py
+        for s in stages
+        if s.family != LIBRARY
+        for t in s.tensors
+        if t.py.startswith("__stage:")
+    }
+    for i, stage in enumerate(stages):
+        if stage.family == LIBRARY:
+            last = i == len(stages) - 1
+            stage.extra["contiguous"] = not stage.extra["tuple"] and (
+                last or f"__stage:{i}" in read_by_kernel
+            )
 
 
 def _used_all(graph: OpGraph, target: str) -> set[str]:

@@ -114,7 +114,9 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             expr = stage.extra["cpp"]
             for i, v in enumerate(tvars):
                 expr = expr.replace(f"@{i}@", v)
-            host.update(expr=expr, tuple=stage.extra["tuple"], origin=stage.extra["origin"])
+            host.update(
+                expr=expr, contiguous=stage.extra["contiguous"], origin=stage.extra["origin"]
+            )
         elif stage.family in ("stats", "scan"):
             ctx["op"] = stage.extra.get("op", "sum")
             cuda_parts.append(
