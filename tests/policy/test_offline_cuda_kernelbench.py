@@ -172,6 +172,22 @@ def test_reductions_the_issue_names_are_lowered(policy, name):
     assert static_findings(source) == []
 
 
+def test_global_average_pooling_is_a_mean_with_the_chain_before_it_fused(policy):
+    source = kb_problem(
+        "c",
+        "        self.conv = nn.Conv2d(c, c, 3)\n        self.pool = nn.AdaptiveAvgPool2d((1, 1))",
+        "        return self.pool(torch.nn.functional.gelu(self.conv(x)))",
+        "c = 4",
+        "torch.randn(2, c, 10, 10)",
+        "c",
+    )
+    plan = policy.analyze(source, "pool.py").plan
+    kernels = [s for s in plan.stages if s.family != "library"]
+    assert [(s.family, s.extra.get("kind")) for s in kernels] == [("reduction", "mean")]
+    assert any("erff" in line for line in kernels[0].extra["pre"])  # GELU in the prologue
+    assert not any("pool" in s.extra.get("cpp", "") for s in plan.stages)
+
+
 def test_cumsum_and_cumprod_are_scans(policy):
     for op in ("cumsum", "cumprod"):
         plan = policy.analyze(simple(f"torch.{op}(x, dim=2)"), f"{op}.py").plan

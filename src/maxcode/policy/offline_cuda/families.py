@@ -321,6 +321,7 @@ def reduction_stage(
         )
     full_shape = src.shape
     dim = red.attrs.get("dim", len(full_shape) - 1)
+    last = red.attrs.get("dim_end", dim)  # a contiguous range of dims [dim, last] is reduced
     if red.kind == "layer_norm":
         dim = len(full_shape) - 1
     out_node = graph.nodes[output]
@@ -407,10 +408,12 @@ def reduction_stage(
             raise UnsupportedOp(
                 f"unsupported by the offline policy: full-shape '{bad[0]}' combined after the reduction '{red.name}'"
             )
+    if red.kind == "layer_norm":
+        last = dim
     outer = math.prod(full_shape[:dim])
-    inner = math.prod(full_shape[dim + 1 :])
-    keep = tuple(1 if i == dim else s for i, s in enumerate(full_shape))
-    if reduced_out and out_node.shape not in (keep, full_shape[:dim] + full_shape[dim + 1 :]):
+    inner = math.prod(full_shape[last + 1 :])
+    keep = tuple(1 if dim <= i <= last else s for i, s in enumerate(full_shape))
+    if reduced_out and out_node.shape not in (keep, full_shape[:dim] + full_shape[last + 1 :]):
         raise UnsupportedOp(
             f"unsupported by the offline policy: output shape {out_node.shape} of the reduction at '{red.name}'"
         )
@@ -428,6 +431,7 @@ def reduction_stage(
             if red.kind == "amin"
             else "sum",
             "dim": dim,
+            "dim_end": last,
             "full_shape": full_shape,
             "layout": "row" if inner == 1 else "strided",
             "reduced_out": reduced_out,
@@ -435,7 +439,7 @@ def reduction_stage(
             "pre": pre.lines,
             "v": v,
             "eps": scalars.use(float(red.attrs["eps"])) if red.kind == "layer_norm" else None,
-            "sizes": (outer, full_shape[dim], inner),
+            "sizes": (outer, math.prod(full_shape[dim : last + 1]), inner),
         },
     )
 

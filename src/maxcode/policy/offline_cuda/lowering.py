@@ -280,8 +280,8 @@ class _Builder:
         origin: str,
         **attrs: Any,
     ) -> None:
-        """``kind`` over ``dims`` of ``src``: one dim directly, a contiguous range through a
-        view as (outer, R, inner) and back; other sets of dims stay library calls."""
+        """``kind`` over ``dims`` of ``src``, one dim or a contiguous range (all dims included);
+        other sets of dims are unsupported."""
         full = self.nodes[src].shape
         rank = len(full)
         if self.nodes[src].dtype != "float32":
@@ -295,55 +295,12 @@ class _Builder:
             raise UnsupportedOp(
                 f"unsupported by the offline policy: {origin} over non-adjacent dims {dims} at '{name}'"
             )
-        if len(dims) == 1 and rank > 0:
-            self.add(
-                OpNode(
-                    name,
-                    kind,
-                    (Ref(src),),
-                    {"dim": dims[0], "keepdim": keepdim, **attrs},
-                    shape,
-                    "float32",
-                    origin,
-                )
-            )
-            return
-        first, last = dims[0], dims[-1]
-        red = math.prod(full[first : last + 1])
-        inner = math.prod(full[last + 1 :])
-        lead = "1, -1" if first == 0 else f"-1, {red}"
-        view = self.lib(
-            self.fresh(f"{name}_in"),
-            f"@0@.view({{{lead}, {inner}}})",
-            [src],
-            (math.prod(full[:first]), red, inner),
-            "view",
-        )
-        out3 = (math.prod(full[:first]), 1, inner)
-        reduced = self.fresh(f"{name}_red")
-        self.add(
-            OpNode(
-                reduced,
-                kind,
-                (Ref(view),),
-                {"dim": 1, "keepdim": True, **attrs},
-                out3,
-                "float32",
-                origin,
-            )
-        )
-        sizes = [
-            ("1" if i in dims else f"@1@.size({i})")
-            for i in range(rank)
-            if keepdim or i not in dims
-        ]
-        self.lib(
-            name,
-            f"@0@.view(std::vector<int64_t>{{{', '.join(sizes)}}})",
-            [reduced, src],
-            shape,
-            "view",
-        )
+        if rank == 0:
+            raise UnsupportedOp(f"unsupported by the offline policy: {origin} of a 0-dim tensor")
+        # One kernel over the (outer, R, inner) view of the contiguous range: no copy, and the
+        # elementwise chain before it stays fused as the prologue.
+        attrs = {"dim": dims[0], "dim_end": dims[-1], "keepdim": keepdim, **attrs}
+        self.add(OpNode(name, kind, (Ref(src),), attrs, shape, "float32", origin))
 
     # -- ops with a rewrite (return False to fall back to a library call) ---------------------
     def _dims(self, value: Any) -> list[int]:
@@ -679,6 +636,27 @@ class _Builder:
         )
         self._affine(node.name, normed, weight, bias, full, "aten.batch_norm")
         return True
+
+    def _global_pool(self, node, shape, spatial: int) -> bool:
+        """Adaptive average pooling to size 1 is a mean over the spatial dims (keepdim), so
+        the elementwise chain before it fuses into the reduction's prologue."""
+        sizes = node.args[1] if isinstance(node.args[1], list | tuple) else [node.args[1]]
+        if any(s != 1 for s in sizes):
+            return False
+        src = self.ref(node.args[0]).name
+        rank = len(self.nodes[src].shape)
+        dims = list(range(rank - spatial, rank))
+        self.reduce(node.name, "mean", src, dims, True, shape, "aten.adaptive_avg_pool (global)")
+        return True
+
+    def op_adaptive_avg_pool1d(self, node, shape, dtype):
+        return self._global_pool(node, shape, 1)
+
+    def op_adaptive_avg_pool2d(self, node, shape, dtype):
+        return self._global_pool(node, shape, 2)
+
+    def op_adaptive_avg_pool3d(self, node, shape, dtype):
+        return self._global_pool(node, shape, 3)
 
     def op_clamp_min(self, node, shape, dtype):
         return self._clamp(node, shape, "min")

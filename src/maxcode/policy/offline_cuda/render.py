@@ -175,6 +175,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             host.update(
                 ref=ref,
                 dim=ex["dim"],
+                dim_end=ex["dim_end"],
                 reduced_out=ex["reduced_out"],
                 keepdim=ex["keepdim"],
                 decl=f"{kparams}, float* out, long outer, int R, long inner",
