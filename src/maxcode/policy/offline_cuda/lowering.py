@@ -783,7 +783,6 @@ def _cpp_value(value: Any, arg: Any, builder: _Builder, refs: list[str], node: f
 
 
 # -- stages ------------------------------------------------------------------------------------
-_KERNEL_KINDS = ELEMENTWISE | REDUCTIONS | ROW_OPS | {STATS, SCAN}
 
 
 def lower(graph: OpGraph) -> Plan:
