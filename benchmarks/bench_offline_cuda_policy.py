@@ -11,6 +11,12 @@ share of supported tasks with a correct candidate.
 
     python benchmarks/bench_offline_cuda_policy.py [--depth 3] [--k 3] [--seed 0] [--json out.json]
 
+With --kernelbench DIR (a KernelBench checkout, e.g. $KB/KernelBench) the tasks are real
+problems instead: --per-level N per --levels level, drawn with --sample-seed from the
+problems the policy supports (CPU-side analysis, as bench_offline_cuda_coverage.py), at
+the problem sizes the files ship with. Aggregates then also give, per level, the median
+and geometric-mean speedup and the share above 1.0.
+
 Time on one GPU: compiles run on every core (about 30 s of nvcc per candidate), GPU
 evaluations one after another (correctness trials, shape check, eager and torch.compile
 timing). Measured on an H200 with 16 cores and cold caches: 6 tasks, depth 2, k 2
@@ -24,6 +30,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import random
 import statistics
 import tempfile
 import threading
@@ -40,6 +49,7 @@ from maxcode.records import hardware_fingerprint, read_jsonl
 from maxcode.search.config import Budget, MethodConfig
 from maxcode.search.loop import RunContext, run_search
 from maxcode.tasks.builtin_cuda import load_builtin_cuda
+from maxcode.tasks.kernelbench import load_problem_file
 from maxcode.tasks.model import Task
 
 
@@ -113,8 +123,11 @@ def summarize(task: Task, policy: OfflineCudaPolicy, out: Path) -> dict:
         statuses[r["evaluation"]["status"]] = statuses.get(r["evaluation"]["status"], 0) + 1
     return {
         "task": task.task_id,
+        "level": task.metadata.get("level"),
         "file_name": task.metadata["file_name"],
         "family": analysis.plan.family if analysis.plan else None,
+        "variants": [p.describe() for p in analysis.variants],
+        "best_stages": best["meta"].get("stages") if best else None,
         "unsupported_reason": analysis.reason or None,
         "executed": len(executed),
         "statuses": statuses,
@@ -158,14 +171,54 @@ def aggregate(rows: list[dict]) -> dict:
             "median_speedup_vs_compiled": statistics.median(compiled) if compiled else None,
         }
     supported = [r for r in rows if r["family"]]
+    levels = {}
+    for level in sorted({r["level"] for r in supported if r.get("level") is not None}):
+        mine = [r for r in supported if r["level"] == level]
+        levels[level] = {"tasks": len(mine), **_speedups(mine)}
     return {
         "families": families,
+        "levels": levels,
+        "all": _speedups(supported) if supported else {},
         "supported_tasks": len(supported),
         "unsupported_tasks": len(rows) - len(supported),
         "share_supported_correct": (
             sum(r["correct_found"] for r in supported) / len(supported) if supported else None
         ),
     }
+
+
+def _speedups(rows: list[dict]) -> dict:
+    """Correct share; median, geometric mean and share > 1.0 of the best speedups (a task with
+    no correct candidate counts as no speedup: it is left out of the speedup figures)."""
+    out: dict = {"share_correct": sum(r["correct_found"] for r in rows) / len(rows)}
+    for key, name in (("best_speedup_vs_eager", "eager"), ("best_speedup_vs_compiled", "compiled")):
+        values = [r[key] for r in rows if r["correct_found"] and r[key]]
+        out[f"median_vs_{name}"] = statistics.median(values) if values else None
+        out[f"geomean_vs_{name}"] = (
+            math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+        )
+        out[f"share_above_1_vs_{name}"] = (
+            sum(v > 1.0 for v in values) / len(values) if values else None
+        )
+    return out
+
+
+def kernelbench_sample(
+    kb: Path, levels: list[int], per_level: list[int], seed: int, policy: OfflineCudaPolicy
+) -> list[Task]:
+    """``per_level`` supported problems of each level, drawn with ``seed``."""
+    tasks = []
+    for level, count in zip(levels, per_level, strict=True):
+        folder = kb / f"level{level}"
+        if not folder.is_dir():
+            raise SystemExit(f"--kernelbench {kb}: no level{level}/ folder")
+        supported = []
+        for path in sorted(folder.glob("*.py")):
+            task = load_problem_file(path, level=level)
+            if policy.analyze(task.reference_source, path.name).plan is not None:
+                supported.append(task)
+        tasks += random.Random(seed).sample(supported, min(count, len(supported)))
+    return tasks
 
 
 def _fmt(x: float | None) -> str:
@@ -186,13 +239,36 @@ def main() -> None:
     )
     parser.add_argument("--tasks", nargs="*", help="problem file names (default: all)")
     parser.add_argument(
+        "--kernelbench",
+        type=Path,
+        nargs="?",
+        const=Path(os.environ.get("KB", ".kb")) / "KernelBench",
+        help="a KernelBench checkout: sample real problems (default $KB/KernelBench)",
+    )
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--per-level", type=int, nargs="+", default=[15, 15])
+    parser.add_argument("--sample-seed", type=int, default=0)
+    parser.add_argument(
+        "--group-size", type=int, default=1000, help="tasks searched side by side at a time"
+    )
+    parser.add_argument(
         "--cache", type=Path, help="build cache directory (default: a temporary one)"
     )
     parser.add_argument("--json", type=Path, help="also write rows and aggregates here")
     args = parser.parse_args()
-    tasks = [
-        t for t in load_builtin_cuda() if not args.tasks or t.metadata["file_name"] in args.tasks
-    ]
+    policy = OfflineCudaPolicy()
+    if args.kernelbench is not None:
+        if len(args.per_level) != len(args.levels):
+            parser.error("--per-level needs one count per --levels entry")
+        tasks = kernelbench_sample(
+            args.kernelbench, args.levels, args.per_level, args.sample_seed, policy
+        )
+    else:
+        tasks = [
+            t
+            for t in load_builtin_cuda()
+            if not args.tasks or t.metadata["file_name"] in args.tasks
+        ]
     method = MethodConfig(
         name="traj-critique-best-perf",
         depth=args.depth,
@@ -202,7 +278,6 @@ def main() -> None:
         best=True,
         budget=Budget(max_wall_s=args.wall_budget_s),
     )
-    policy = OfflineCudaPolicy()
     for task in tasks:  # graph capture once per task, before the searches start
         policy.analyze(task.reference_source, task.metadata["file_name"])
     print(f"hardware: {hardware_fingerprint()}")
@@ -211,25 +286,36 @@ def main() -> None:
         f"no step started after {args.wall_budget_s:.0f} s"
     )
     start = time.perf_counter()
+    rows: list[dict] = []
+    groups = [tasks[i : i + args.group_size] for i in range(0, len(tasks), args.group_size)]
     with tempfile.TemporaryDirectory(prefix="bench-offline-cuda-") as tmp:
         cache = args.cache or Path(tmp) / "cache"
         config = CudaEvalConfig(timing_trials=args.timing_trials)
         with CudaEvaluator(config, cache) as evaluator:
-            batcher = BatchingEvaluator(evaluator, len(tasks))
-            with ThreadPoolExecutor(len(tasks)) as pool:
-                futures = [
-                    pool.submit(
-                        search,
-                        t,
-                        method,
-                        args.seed,
-                        policy,
-                        batcher,
-                        Path(tmp) / f"{t.task_id}.jsonl",
-                    )
-                    for t in tasks
-                ]
-                rows = [f.result() for f in futures]
+            for (
+                group
+            ) in groups:  # results are written after each group (a run cut short keeps them)
+                batcher = BatchingEvaluator(evaluator, len(group))
+                with ThreadPoolExecutor(len(group)) as pool:
+                    futures = [
+                        pool.submit(
+                            search,
+                            t,
+                            method,
+                            args.seed,
+                            policy,
+                            batcher,
+                            Path(tmp) / f"{t.task_id}.jsonl",
+                        )
+                        for t in group
+                    ]
+                    rows += [f.result() for f in futures]
+                if args.json:
+                    _write(args, policy, rows, time.perf_counter() - start)
+                print(
+                    f"{len(rows)}/{len(tasks)} tasks done, {time.perf_counter() - start:.0f} s",
+                    flush=True,
+                )
     seconds = time.perf_counter() - start
     print(
         f"\n{'task':<32} {'family':<12} {'correct':<8} {'vs eager':>9} {'vs compile':>10}  statuses"
@@ -250,27 +336,43 @@ def main() -> None:
             f"{_fmt(f['mean_speedup_vs_eager'])} / {_fmt(f['median_speedup_vs_eager'])}   "
             f"{_fmt(f['mean_speedup_vs_compiled'])} / {_fmt(f['median_speedup_vs_compiled'])}"
         )
+    for level, f in agg["levels"].items():
+        print(
+            f"level {level}: {f['tasks']} tasks, correct {f['share_correct']:.0%}; vs eager median "
+            f"{_fmt(f['median_vs_eager'])} geomean {_fmt(f['geomean_vs_eager'])} share>1 "
+            f"{f['share_above_1_vs_eager'] if f['share_above_1_vs_eager'] is not None else '-'}; "
+            f"vs compile median {_fmt(f['median_vs_compiled'])} geomean {_fmt(f['geomean_vs_compiled'])}"
+        )
+    evaluations = sum(r["executed"] for r in rows)
+    print(f"budget used: {evaluations} candidates evaluated, {seconds:.0f} s wall")
     share = agg["share_supported_correct"]
     print(
         f"\ncorrect candidate for {share:.0%} of {agg['supported_tasks']} supported tasks "
         f"({agg['unsupported_tasks']} unsupported); {seconds:.0f} s"
     )
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "hardware": hardware_fingerprint(),
-                    "policy": policy.name,
-                    "depth": args.depth,
-                    "k": args.k,
-                    "seed": args.seed,
-                    "seconds": seconds,
-                    "rows": rows,
-                    "aggregate": agg,
-                },
-                indent=2,
-            )
+        _write(args, policy, rows, seconds)
+
+
+def _write(
+    args: argparse.Namespace, policy: OfflineCudaPolicy, rows: list[dict], seconds: float
+) -> None:
+    args.json.write_text(
+        json.dumps(
+            {
+                "hardware": hardware_fingerprint(),
+                "policy": policy.name,
+                "depth": args.depth,
+                "k": args.k,
+                "seed": args.seed,
+                "seconds": seconds,
+                "evaluations": sum(r["executed"] for r in rows),
+                "rows": rows,
+                "aggregate": aggregate(rows),
+            },
+            indent=2,
         )
+    )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,11 @@ class TensorArg:
     node: str
     py: str  # Python expression in ModelNew.forward, e.g. "x" or "self.linear.weight"
     shape: tuple[int, ...]
-    role: str  # "full" | "scalar" | "block" (elementwise) | "axis" (reduction) | "col" (gemm)
-    block: tuple[int, int] = (0, 0)  # output dims [first, last] this tensor spans (role "block")
+    role: str  # "full" | "scalar" | "block" | "block2" (elementwise) | "axis" (reduction) | "col" (gemm)
+    block: tuple[int, ...] = (
+        0,
+        0,
+    )  # output dims [first, last] of each run it spans ("block", "block2")
 
 
 @dataclass
@@ -114,6 +117,18 @@ class CodeGen:
             if node.attrs.get("approximate") == "tanh":
                 return f"0.5f * {x} * (1.f + tanhf(0.7978845608028654f * ({x} + 0.044715f * {x} * {x} * {x})))"
             return f"0.5f * {x} * (1.f + erff({x} * 0.7071067811865476f))"
+        if k == "elu":
+            alpha, scale, in_scale = (
+                self.scalars.use(float(node.attrs[key]))
+                for key in ("alpha", "scale", "input_scale")
+            )
+            return (
+                f"({x} > 0.f ? {scale} * {x} : {scale} * {alpha} * (expf({in_scale} * {x}) - 1.f))"
+            )
+        if k == "softplus":
+            beta = self.scalars.use(float(node.attrs["beta"]))
+            threshold = self.scalars.use(float(node.attrs["threshold"]))
+            return f"({beta} * {x} > {threshold} ? {x} : log1pf(expf({beta} * {x})) / {beta})"
         if k == "leaky_relu":
             slope = self.scalars.use(float(node.attrs["negative_slope"]))
             return f"({x} > 0.f ? {x} : {slope} * {x})"
@@ -129,6 +144,15 @@ class CodeGen:
             "abs": f"fabsf({x})",
             "silu": f"{x} / (1.f + expf(-{x}))",
             "identity": x,
+            "hardswish": f"{x} * fminf(fmaxf({x} + 3.f, 0.f), 6.f) / 6.f",
+            "hardsigmoid": f"fminf(fmaxf({x} + 3.f, 0.f), 6.f) / 6.f",
+            "mish": f"{x} * tanhf({x} > 20.f ? {x} : log1pf(expf({x})))",
+            "log1p": f"log1pf({x})",
+            "expm1": f"expm1f({x})",
+            "erf": f"erff({x})",
+            "reciprocal": f"1.f / {x}",
+            "sin": f"sinf({x})",
+            "cos": f"cosf({x})",
         }
         return simple[k]
 
@@ -165,7 +189,7 @@ def _check_dtypes(graph: OpGraph) -> None:
             )
 
 
-def _py(graph: OpGraph, name: str) -> str:
+def py_expr(graph: OpGraph, name: str) -> str:
     node = graph.nodes[name]
     if node.kind == "input":
         return graph.input_names[node.index or 0]
@@ -200,7 +224,7 @@ def plan_for(graph: OpGraph) -> Plan:
                 f"unsupported by the offline policy: {rows[1].origin} at node '{rows[1].name}' after "
                 f"another reduction ('{rows[0].name}'); the reduction template takes one"
             )
-        stages = [_reduction_stage(graph, rows[0], graph.output, scalars, {})]
+        stages = [reduction_stage(graph, rows[0], graph.output, scalars, {})]
         family = "reduction"
     else:
         stages = [_elementwise_stage(graph, scalars)]
@@ -212,7 +236,7 @@ def _leaves(graph: OpGraph) -> list[OpNode]:
     return [n for n in graph.nodes.values() if n.kind in ("input", "param")]
 
 
-def _used(graph: OpGraph, target: str, stop: set[str] | None = None) -> set[str]:
+def used_nodes(graph: OpGraph, target: str, stop: set[str] | None = None) -> set[str]:
     """Names of the nodes ``target`` depends on (itself included), not looking past ``stop``."""
     seen: set[str] = set()
     todo = [target]
@@ -227,8 +251,10 @@ def _used(graph: OpGraph, target: str, stop: set[str] | None = None) -> set[str]
     return seen
 
 
-def _block(shape: tuple[int, ...], out: tuple[int, ...], name: str) -> tuple[str, tuple[int, int]]:
-    """How a tensor broadcasts to the output: full, one scalar, or one contiguous block of dims."""
+def broadcast_role(
+    shape: tuple[int, ...], out: tuple[int, ...], name: str
+) -> tuple[str, tuple[int, ...]]:
+    """How a tensor broadcasts to the output: full, one scalar, or one or two runs of dims."""
     if shape == out:
         return "full", (0, 0)
     if math.prod(shape) == 1:
@@ -238,27 +264,38 @@ def _block(shape: tuple[int, ...], out: tuple[int, ...], name: str) -> tuple[str
             f"unsupported by the offline policy: '{name}' has more dims than the output"
         )
     padded = (1,) * (len(out) - len(shape)) + tuple(shape)
-    real = [i for i, s in enumerate(padded) if s != 1]
-    first, last = real[0], real[-1]
-    if any(padded[i] != out[i] for i in range(first, last + 1)):
+    if any(p not in (1, o) for p, o in zip(padded, out, strict=True)):
         raise UnsupportedOp(
-            f"unsupported by the offline policy: '{name}' of shape {shape} broadcasts to {out} in a "
-            "pattern the elementwise template does not index (size-1 dims inside its span)"
+            f"unsupported by the offline policy: '{name}' of shape {shape} does not broadcast to {out}"
         )
-    return "block", (first, last)
+    real = [i for i, s in enumerate(padded) if s != 1]
+    groups: list[list[int]] = []  # runs of consecutive dims the tensor spans
+    for i in real:
+        if groups and groups[-1][-1] == i - 1:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    if len(groups) == 1:
+        return "block", (groups[0][0], groups[0][-1])
+    if len(groups) == 2:  # e.g. (N, 1, H, W) against (N, C, H, W): two runs around a gap
+        return "block2", (groups[0][0], groups[0][-1], groups[1][0], groups[1][-1])
+    raise UnsupportedOp(
+        f"unsupported by the offline policy: '{name}' of shape {shape} broadcasts to {out} in a "
+        "pattern the elementwise template does not index (more than two runs of dims)"
+    )
 
 
 def _elementwise_stage(graph: OpGraph, scalars: Scalars) -> Stage:
     out = graph.nodes[graph.output]
-    used = _used(graph, graph.output)
+    used = used_nodes(graph, graph.output)
     tensors: list[TensorArg] = []
     leaves: dict[str, str] = {}
     for leaf in _leaves(graph):
         if leaf.name not in used:
             continue
-        role, block = _block(leaf.shape, out.shape, leaf.name)
+        role, block = broadcast_role(leaf.shape, out.shape, leaf.name)
         leaves[leaf.name] = f"x{len(tensors)}"
-        tensors.append(TensorArg(leaf.name, _py(graph, leaf.name), leaf.shape, role, block))
+        tensors.append(TensorArg(leaf.name, py_expr(graph, leaf.name), leaf.shape, role, block))
     if not any(t.role == "full" for t in tensors):
         raise UnsupportedOp(
             f"unsupported by the offline policy: no input has the output's shape {out.shape}; "
@@ -269,7 +306,7 @@ def _elementwise_stage(graph: OpGraph, scalars: Scalars) -> Stage:
     return Stage("elementwise", tensors, out.shape, gen.lines, out_var)
 
 
-def _reduction_stage(
+def reduction_stage(
     graph: OpGraph, red: OpNode, output: str, scalars: Scalars, given: dict[str, str]
 ) -> Stage:
     """A reduction (or softmax / LayerNorm) along one dim of ``red``'s input.
@@ -284,20 +321,21 @@ def _reduction_stage(
         )
     full_shape = src.shape
     dim = red.attrs.get("dim", len(full_shape) - 1)
+    last = red.attrs.get("dim_end", dim)  # a contiguous range of dims [dim, last] is reduced
     if red.kind == "layer_norm":
         dim = len(full_shape) - 1
     out_node = graph.nodes[output]
     reduced_out = out_node.shape != full_shape
     tensors: list[TensorArg] = []
     leaves: dict[str, str] = {}
-    pre_nodes = _used(graph, src.name, stop=set(given))
-    post_nodes = _used(graph, output, stop={red.name, *given})
+    pre_nodes = used_nodes(graph, src.name, stop=set(given))
+    post_nodes = used_nodes(graph, output, stop={red.name, *given})
 
     def add_tensor(name: str, role: str) -> str:
         for i, t in enumerate(tensors):
             if t.node == name:
                 return f"x{i}"
-        py = given.get(name) or _py(graph, name)
+        py = given.get(name) or py_expr(graph, name)
         shape = graph.nodes[name].shape
         tensors.append(TensorArg(name, py, shape, role))
         return f"x{len(tensors) - 1}"
@@ -347,6 +385,7 @@ def _reduction_stage(
         "mean": "stat1",
         "amax": "stat1",
         "amin": "stat1",
+        "logsumexp": "(stat1 + stat2)",
         "softmax": f"(expf({v} - stat1) * stat2)",
         "log_softmax": f"({v} - stat1 - stat2)",
         "layer_norm": f"(({v} - stat1) * stat2{' * ' + affine['weight'] if affine['weight'] else ''}"
@@ -357,7 +396,7 @@ def _reduction_stage(
             raise UnsupportedOp(
                 f"unsupported by the offline policy: {red.origin} result reduced again at '{output}'"
             )
-        post = CodeGen(graph, scalars, {red.name: "stat1"})
+        post = CodeGen(graph, scalars, {red.name: stat_leaf})
     else:
         post = CodeGen(graph, scalars, {**leaves, red.name: stat_leaf})
         post.vars.update(pre.vars)
@@ -369,10 +408,12 @@ def _reduction_stage(
             raise UnsupportedOp(
                 f"unsupported by the offline policy: full-shape '{bad[0]}' combined after the reduction '{red.name}'"
             )
+    if red.kind == "layer_norm":
+        last = dim
     outer = math.prod(full_shape[:dim])
-    inner = math.prod(full_shape[dim + 1 :])
-    keep = tuple(1 if i == dim else s for i, s in enumerate(full_shape))
-    if reduced_out and out_node.shape not in (keep, full_shape[:dim] + full_shape[dim + 1 :]):
+    inner = math.prod(full_shape[last + 1 :])
+    keep = tuple(1 if dim <= i <= last else s for i, s in enumerate(full_shape))
+    if reduced_out and out_node.shape not in (keep, full_shape[:dim] + full_shape[last + 1 :]):
         raise UnsupportedOp(
             f"unsupported by the offline policy: output shape {out_node.shape} of the reduction at '{red.name}'"
         )
@@ -384,8 +425,13 @@ def _reduction_stage(
         out_var,
         extra={
             "kind": red.kind,
-            "op": "max" if red.kind == "amax" else "min" if red.kind == "amin" else "sum",
+            "op": "max"
+            if red.kind in ("amax", "logsumexp")
+            else "min"
+            if red.kind == "amin"
+            else "sum",
             "dim": dim,
+            "dim_end": last,
             "full_shape": full_shape,
             "layout": "row" if inner == 1 else "strided",
             "reduced_out": reduced_out,
@@ -393,7 +439,7 @@ def _reduction_stage(
             "pre": pre.lines,
             "v": v,
             "eps": scalars.use(float(red.attrs["eps"])) if red.kind == "layer_norm" else None,
-            "sizes": (outer, full_shape[dim], inner),
+            "sizes": (outer, math.prod(full_shape[dim : last + 1]), inner),
         },
     )
 
@@ -449,18 +495,18 @@ def _gemm_stages(graph: OpGraph, mm: OpNode, rows: list[OpNode], scalars: Scalar
     end = graph.output
     if row is not None:
         end = row.args[0].name
-        if mm.name not in _used(graph, end):
+        if mm.name not in used_nodes(graph, end):
             raise UnsupportedOp(
                 f"unsupported by the offline policy: {row.origin} at '{row.name}' does not follow the matmul"
             )
-    used = _used(graph, end, stop={mm.name})
+    used = used_nodes(graph, end, stop={mm.name})
     tensors: list[TensorArg] = []
     leaves = {mm.name: "acc"}
     out_shape = mm.shape
     bias = mm.args[2] if mm.kind == "linear" and len(mm.args) > 2 else None
     if isinstance(bias, Ref):  # nn.Linear's bias: a per-column add folded into the epilogue
         tensors.append(
-            TensorArg(bias.name, _py(graph, bias.name), graph.nodes[bias.name].shape, "col")
+            TensorArg(bias.name, py_expr(graph, bias.name), graph.nodes[bias.name].shape, "col")
         )
         leaves[mm.name] = "(acc + x0)"
     for name in sorted(used, key=list(graph.nodes).index):
@@ -479,7 +525,7 @@ def _gemm_stages(graph: OpGraph, mm: OpNode, rows: list[OpNode], scalars: Scalar
                 f"a matmul of shape {out_shape} (the GEMM template adds full, per-column or scalar tensors)"
             )
         leaves[name] = f"x{len(tensors)}"
-        tensors.append(TensorArg(name, _py(graph, name), node.shape, role))
+        tensors.append(TensorArg(name, py_expr(graph, name), node.shape, role))
     if graph.nodes[end].shape != out_shape:
         raise UnsupportedOp(
             f"unsupported by the offline policy: the matmul epilogue changes the shape at '{end}'"
@@ -493,8 +539,8 @@ def _gemm_stages(graph: OpGraph, mm: OpNode, rows: list[OpNode], scalars: Scalar
         gen.lines,
         out_var,
         extra={
-            "a": _py(graph, a.name),
-            "b": _py(graph, b.name),
+            "a": py_expr(graph, a.name),
+            "b": py_expr(graph, b.name),
             "a_shape": a.shape,
             "b_shape": b.shape,
             "trans_a": trans_a,
@@ -505,4 +551,4 @@ def _gemm_stages(graph: OpGraph, mm: OpNode, rows: list[OpNode], scalars: Scalar
     if row is None:
         return [gemm]
     given = {end: "__gemm_out"}
-    return [gemm, _reduction_stage(graph, row, graph.output, scalars, given)]
+    return [gemm, reduction_stage(graph, row, graph.output, scalars, given)]

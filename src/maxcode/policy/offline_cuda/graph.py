@@ -10,6 +10,7 @@ normalized to one op kind whatever spelling the model used (``x + y``,
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import math
 import operator
@@ -63,6 +64,7 @@ class OpGraph:
     init_signature: str  # "(self, in_features, out_features)"
     init_body: str  # the reference __init__ body: parameters are created identically
     capture: str  # "fx" | "export"
+    prelude: str = ""  # module-level statements the init body reads (sizes, constants)
 
     def ops(self) -> list[OpNode]:
         return [n for n in self.nodes.values() if n.kind not in ("input", "param")]
@@ -91,14 +93,25 @@ ELEMENTWISE = frozenset(
         "silu",
         "leaky_relu",
         "identity",
+        "hardswish",
+        "hardsigmoid",
+        "mish",
+        "softplus",
+        "elu",
+        "log1p",
+        "expm1",
+        "erf",
+        "reciprocal",
+        "sin",
+        "cos",
     ]
 )
-REDUCTIONS = frozenset(["sum", "mean", "amax", "amin"])
+REDUCTIONS = frozenset(["sum", "mean", "amax", "amin", "logsumexp"])
 ROW_OPS = frozenset(["softmax", "log_softmax", "layer_norm"])
 MATMULS = frozenset(["matmul", "bmm", "mm", "linear"])
 
 # Spellings of each kind: Python operators, torch / Tensor / functional names, aten packets.
-_ALIASES = {
+ALIASES = {
     "add": "add",
     "iadd": "add",
     "sub": "sub",
@@ -128,6 +141,20 @@ _ALIASES = {
     "abs": "abs",
     "silu": "silu",
     "leaky_relu": "leaky_relu",
+    "hardtanh": "clamp",
+    "hardswish": "hardswish",
+    "hardsigmoid": "hardsigmoid",
+    "mish": "mish",
+    "softplus": "softplus",
+    "elu": "elu",
+    "selu": "elu",
+    "log1p": "log1p",
+    "expm1": "expm1",
+    "erf": "erf",
+    "reciprocal": "reciprocal",
+    "sin": "sin",
+    "cos": "cos",
+    "detach": "identity",
     "contiguous": "identity",
     "clone": "identity",
     "dropout": "identity",
@@ -184,7 +211,8 @@ _MODULE_ATEN = {
     "LSTM": "aten.lstm",
     "GRU": "aten.gru",
 }
-_ALLOWED_INIT_NAMES = {"torch", "nn", "F", "super", "math", "float", "int", "len", "range"}
+_MODULES = {"torch", "nn", "F", "math"}  # what the candidate file imports
+_BUILTINS = frozenset(dir(builtins))
 
 
 def load_problem(source: str, where: str = "task") -> ModuleType:
@@ -209,8 +237,9 @@ def capture(source: str, where: str = "task") -> OpGraph:
     with torch.device("meta"):
         model = problem.Model(*init_args)
         inputs = list(problem.get_inputs())
-    model.eval()
-    signature, body = _init_source(source, where)
+    # Training mode, as KernelBench runs the reference: BatchNorm uses batch statistics.
+    model.train()
+    signature, body, prelude = init_source(source, where)
     forward_params = [p for p in inspect.signature(problem.Model.forward).parameters if p != "self"]
     scalars = {
         k: float(v)
@@ -241,12 +270,17 @@ def capture(source: str, where: str = "task") -> OpGraph:
         init_signature=signature,
         init_body=body,
         capture=how,
+        prelude=prelude,
     )
 
 
-def _init_source(source: str, where: str) -> tuple[str, str]:
-    """``Model.__init__``'s signature and body text; the candidate repeats the body so that
-    seeding before construction gives it the reference's parameter values."""
+def init_source(source: str, where: str) -> tuple[str, str, str]:
+    """``Model.__init__``'s signature, body and the module-level statements it reads.
+
+    The candidate repeats the body (``Model`` renamed ``ModelNew``, so ``super(Model,
+    self)`` works) after the module-level assignments it reads, so that seeding before
+    construction gives it the reference's parameter values in the same order.
+    """
     tree = ast.parse(source)
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     init = (
@@ -256,31 +290,67 @@ def _init_source(source: str, where: str) -> tuple[str, str]:
     )
     if init is None:
         raise CaptureError(f"{where}: class Model has no __init__ written in the task file")
-    params = {a.arg for a in init.args.args + init.args.kwonlyargs}
-    for extra in (init.args.vararg, init.args.kwarg):
-        if extra is not None:
-            params.add(extra.arg)
-    assigned = {
-        t.id
-        for n in ast.walk(init)
-        if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
-        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-        if isinstance(t, ast.Name)
-    }
-    free = sorted(
-        {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        - params
-        - assigned
-        - _ALLOWED_INIT_NAMES
+    init = _RenameModel().visit(init)
+    assignments = [n for n in tree.body if isinstance(n, ast.Assign | ast.AnnAssign)]
+    defined = {name for stmt in assignments for name in _targets(stmt)}
+    local = _targets_in(init) | {a.arg for a in ast.walk(init.args) if isinstance(a, ast.arg)}
+    needed = _free_names(init) - local
+    chosen: list[ast.stmt] = []
+    todo = sorted(needed & defined)
+    seen: set[str] = set()
+    while todo:  # the assignments to each needed name, and what their values read
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for stmt in assignments:
+            if name in _targets(stmt) and stmt not in chosen:
+                chosen.append(stmt)
+                todo.extend(sorted((_free_names(stmt) & defined) - seen))
+    unknown = sorted(
+        {n for stmt in [init, *chosen] for n in _free_names(stmt)}
+        - local
+        - defined
+        - _MODULES
+        - _BUILTINS
+        - {"ModelNew"}
     )
-    if free:
+    if unknown:
         raise UnsupportedOp(
-            f"unsupported by the offline policy: Model.__init__ reads module-level names {free}; "
-            "the candidate could not create its parameters identically"
+            f"unsupported by the offline policy: Model.__init__ reads module-level names {unknown} "
+            "that are not simple assignments (functions, classes or imports the candidate would "
+            "have to copy); it could not create its parameters identically"
         )
+    prelude = "\n".join(ast.unparse(s) for s in sorted(chosen, key=lambda s: s.lineno))
     signature = "(" + ast.unparse(init.args) + ")"
     body = "\n".join(ast.unparse(stmt) for stmt in init.body if not _is_docstring(stmt))
-    return signature, body
+    return signature, body, prelude
+
+
+class _RenameModel(ast.NodeTransformer):
+    """``Model`` -> ``ModelNew`` inside the copied ``__init__`` (``super(Model, self)``)."""
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name("ModelNew", node.ctx) if node.id == "Model" else node
+
+
+def _targets(stmt: ast.stmt) -> set[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore[attr-defined]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _targets_in(tree: ast.AST) -> set[str]:
+    names = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        elif isinstance(n, ast.FunctionDef | ast.Lambda | ast.comprehension):
+            names |= {a.arg for a in ast.walk(n) if isinstance(a, ast.arg)}
+    return names
+
+
+def _free_names(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
@@ -336,17 +406,44 @@ def _from_fx(gm: fx.GraphModule, inputs: list[Any]) -> tuple[dict[str, OpNode], 
                 else getattr(node.target, "__name__", str(node.target))
             )
             prefix = "Tensor." if node.op == "call_method" else _qualifier(node.target)
-            kind = _ALIASES.get(str(name))
+            kind = ALIASES.get(str(name))
+            if node.target is getattr and node.args[1] in ("T", "mT"):  # A.T: a transpose
+                kind, node.args = "t", node.args[:1]
+            elif name == "einsum":
+                node.args = _einsum_as_matmul(node)
+                kind = "matmul"
             origin = f"{prefix}{name}"
             if kind is None:
                 raise UnsupportedOp(
                     f"unsupported by the offline policy: aten.{name} ({origin}) at node '{node.name}'"
                 )
-            args, attrs = _normalize(kind, node.args, node.kwargs, node.name, origin)
+            args, attrs = normalize_call(kind, node.args, node.kwargs, node.name, origin)
             nodes[node.name] = _finish(
                 OpNode(node.name, kind, args, attrs, shape, dtype, origin), nodes
             )
     return nodes, order, output
+
+
+def _einsum_as_matmul(node: fx.Node) -> tuple:
+    """``torch.einsum("...l,lk->...k", A, B)``: a matmul with B shared (the simple form)."""
+    equation, *operands = node.args
+    if len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = list(operands[0])
+    lhs, _, out = str(equation).replace(" ", "").partition("->")
+    parts = lhs.split(",")
+    if len(parts) == 2 and len(operands) == 2 and "." not in lhs:
+        a, b = parts
+        if (
+            len(b) == 2
+            and a[-1] == b[0]
+            and out == a[:-1] + b[1]
+            and len(set(a + b[1])) == len(a) + 1
+        ):
+            return tuple(operands)
+    raise UnsupportedOp(
+        f"unsupported by the offline policy: torch.einsum('{equation}') at node '{node.name}'; "
+        "only the matmul form '...l,lk->...k' is lowered"
+    )
 
 
 def _qualifier(target: Any) -> str:
@@ -372,6 +469,11 @@ def _module_node(
     module = gm.get_submodule(str(node.target))
     cls = type(module).__name__
     kind = next((k for t, k in _MODULE_KINDS.items() if type(module) is t), None)
+    if isinstance(module, nn.Dropout) and module.training and module.p > 0:
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: aten.dropout with p={module.p} in training mode "
+            f"(nn.Dropout) at node '{node.name}'; its random mask cannot be reproduced"
+        )
     if kind is None:
         aten = _MODULE_ATEN.get(cls, f"aten.{cls.lower()}")
         raise UnsupportedOp(
@@ -437,13 +539,41 @@ def _operand(value: Any) -> Any:
     )
 
 
-def _normalize(
+def normalize_call(
     kind: str, args: tuple, kwargs: dict, name: str, origin: str
 ) -> tuple[tuple, dict[str, Any]]:
     """(operands, attributes) of one call, whatever the spelling (fx or aten)."""
 
     def a(i: int, key: str, default: Any = None) -> Any:
         return _operand(_arg(args, kwargs, i, key, default))
+
+    if "dropout" in origin:
+        p, train = (
+            a(1, "p", 0.5),
+            _arg(args, kwargs, 2, "training", _arg(args, kwargs, 2, "train", True)),
+        )
+        if p and train:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: aten.dropout with p={p} in training mode ({origin}) "
+                f"at node '{name}'; its random mask cannot be reproduced"
+            )
+        return (a(0, "input"),), {}
+    if kind == "clamp" and "hardtanh" in origin:
+        return (a(0, "input"),), {"min": a(1, "min_val", -1.0), "max": a(2, "max_val", 1.0)}
+    if kind == "elu":
+        if "selu" in origin:
+            return (a(0, "input"),), {
+                "alpha": 1.6732632423543772848170429916717,
+                "scale": 1.0507009873554804934193349852946,
+                "input_scale": 1.0,
+            }
+        return (a(0, "input"),), {
+            "alpha": a(1, "alpha", 1.0),
+            "scale": a(2, "scale", 1.0),
+            "input_scale": a(3, "input_scale", 1.0),
+        }
+    if kind == "softplus":
+        return (a(0, "input"),), {"beta": a(1, "beta", 1.0), "threshold": a(2, "threshold", 20.0)}
 
     if kind in ("add", "sub", "rsub"):
         alpha = a(2, "alpha", 1.0)
@@ -560,12 +690,12 @@ def _from_export(exported: Any) -> tuple[dict[str, OpNode], list[str], str]:
         elif node.op == "call_function":
             packet = getattr(node.target, "_overloadpacket", None)
             name = packet.__name__ if packet is not None else getattr(node.target, "__name__", "?")
-            kind = _ALIASES.get(name)
+            kind = ALIASES.get(name)
             if kind is None:
                 raise UnsupportedOp(
                     f"unsupported by the offline policy: aten.{name} at node '{node.name}'"
                 )
-            args, attrs = _normalize(kind, node.args, node.kwargs, node.name, f"aten.{name}")
+            args, attrs = normalize_call(kind, node.args, node.kwargs, node.name, f"aten.{name}")
             nodes[node.name] = _finish(
                 OpNode(node.name, kind, args, attrs, s, d, f"aten.{name}"), nodes
             )

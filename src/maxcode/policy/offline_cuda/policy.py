@@ -1,13 +1,17 @@
 """The offline CUDA policy: a real, non-LLM proposer for KernelBench-format tasks.
 
-It reads the reference ``Model`` as an op graph, picks the template family that covers
-it (fused elementwise, reduction with prologue/epilogue, GEMM with epilogue), and
-writes kernels from Jinja2 templates. The search tunes the templates' parameters: the
-first proposal is a sensible default; later ones change one or two parameters of the
-best correct configuration so far (else the default), preferring moves that answer
-the latest critique's diagnosis; parameter values that came with a failure (and
-never with a success) are not used again, and no configuration is proposed twice.
-Tasks with an op no template covers get "unsupported" proposals naming that op.
+It reads the reference ``Model`` as an op graph and lowers it in up to two ways
+(variants): all in templates (fused elementwise, reduction with prologue/epilogue,
+GEMM with epilogue), and partial lowering (``lowering.py``: convolutions, GEMMs and
+other ops without a template as ATen library calls from the host code, the chains
+around them as fused kernels). The search tunes the templates' parameters: the first
+step proposes each variant's default (so the measured reward chooses, e.g., between
+the custom GEMM and cuBLAS with a fused epilogue); later ones change one or two
+parameters of the best correct configuration so far (else the first default),
+preferring moves that answer the latest critique's diagnosis; parameter values that
+came with a failure (and never with a success) are not used again, and no
+configuration is proposed twice. Tasks that neither variant covers get "unsupported"
+proposals naming the blocking op.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from maxcode.evaluate.result import Status
 from maxcode.policy.offline_cuda import space
 from maxcode.policy.offline_cuda.families import Plan, plan_for
 from maxcode.policy.offline_cuda.graph import CaptureError, UnsupportedOp, capture
+from maxcode.policy.offline_cuda.lowering import LIBRARY, export_graph, lower
 from maxcode.policy.offline_cuda.render import render
 from maxcode.search.types import Attempt, Observation, Proposal
 
@@ -43,14 +48,38 @@ _FAILED = {
 Config = list[dict[str, int]]
 
 
-def config_key(config: Config) -> str:
-    return repr([sorted(p.items()) for p in config])
+def config_key(config: Config, variant: int = 0) -> str:
+    return repr((variant, [sorted(p.items()) for p in config]))
 
 
 @dataclass
 class Analysis:
-    plan: Plan | None
+    plan: Plan | None  # the first variant
     reason: str  # why there is no plan
+    variants: list[Plan] = field(default_factory=list)
+
+
+def analyze_source(source: str, where: str = "task") -> Analysis:
+    """Both lowerings of a task: all-template (fx capture) and partial (export + library calls).
+
+    The partial lowering is a variant of its own only where it differs, i.e. keeps some op
+    as a library call (cuBLAS GEMM + fused epilogue next to the custom GEMM template)."""
+    variants: list[Plan] = []
+    reasons: list[str] = []
+    try:
+        variants.append(plan_for(capture(source, where)))
+    except (UnsupportedOp, CaptureError) as err:
+        reasons.append(str(err))
+    try:
+        partial = lower(export_graph(source, where))
+        if not variants or any(s.family == LIBRARY for s in partial.stages):
+            variants.append(partial)
+    except (UnsupportedOp, CaptureError) as err:
+        reasons.append(str(err))
+    if not variants:
+        # The partial lowering's reason names what no template covers at all.
+        return Analysis(None, reasons[-1])
+    return Analysis(variants[0], "", variants)
 
 
 @dataclass
@@ -95,10 +124,7 @@ class OfflineCudaPolicy:
         key = hashlib.sha256(source.encode()).hexdigest()
         with self._lock:
             if key not in self._cache:
-                try:
-                    self._cache[key] = Analysis(plan_for(capture(source, where)), "")
-                except (UnsupportedOp, CaptureError) as err:
-                    self._cache[key] = Analysis(None, str(err))
+                self._cache[key] = analyze_source(source, where)
             return self._cache[key]
 
     def propose(self, obs: Observation, k: int, rng: random.Random) -> list[Proposal]:
@@ -115,26 +141,40 @@ class OfflineCudaPolicy:
         analysis = self.analyze(task.reference_source, task.metadata.get("file_name", task.task_id))
         if analysis.plan is None:
             return Proposal.unsupported(k, analysis.reason, policy=self.name, family=None)
-        plan = analysis.plan
-        defaults = [space.default(s) for s in plan.stages]
-        history = [a for a in obs.attempts_shown() if a.meta.get("family") == plan.family]
-        tried = {config_key(a.meta["params"]) for a in history if "params" in a.meta}
-        bad = _bad_values(history)
+        variants = analysis.variants
+        history = [
+            a
+            for a in obs.attempts_shown()
+            if "params" in a.meta
+            and a.meta.get("variant", 0) < len(variants)
+            and a.meta.get("family") == variants[a.meta.get("variant", 0)].family
+        ]
+        tried = {config_key(a.meta["params"], a.meta.get("variant", 0)) for a in history}
         base_attempt = _best_correct(history)
-        base = base_attempt.meta["params"] if base_attempt else defaults
+        v = base_attempt.meta.get("variant", 0) if base_attempt else 0
+        plan = variants[v]
+        own = [a for a in history if a.meta.get("variant", 0) == v]
+        bad = _bad_values(own)
+        base = (
+            base_attempt.meta["params"] if base_attempt else [space.default(s) for s in plan.stages]
+        )
         base_id = base_attempt.candidate_id if base_attempt else "default"
         focus = _critique_focus(obs)
-        chosen: list[tuple[Config, list[str]]] = []
-        if config_key(defaults) not in tried and not _uses_bad(defaults, bad, _all_keys(defaults)):
-            chosen.append((defaults, []))
-            tried.add(config_key(defaults))
+        chosen: list[tuple[int, Config, list[str]]] = []
+        for vi, variant_plan in enumerate(variants):  # every variant's default first
+            defaults = [space.default(s) for s in variant_plan.stages]
+            vbad = _bad_values([a for a in history if a.meta.get("variant", 0) == vi])
+            key = config_key(defaults, vi)
+            if key not in tried and not _uses_bad(defaults, vbad, _all_keys(defaults)):
+                chosen.append((vi, defaults, []))
+                tried.add(key)
         moves = []
         for si, stage in enumerate(plan.stages):
             for p, keys in space.neighbours(stage, base[si]):
                 config = [dict(b) for b in base]
                 config[si] = p
                 changed = [f"{si}.{key}" for key in keys]
-                if config_key(config) in tried or _uses_bad(config, bad, changed):
+                if config_key(config, v) in tried or _uses_bad(config, bad, changed):
                     continue
                 weight = (1.0 if len(keys) == 1 else self.two_param_weight) * (
                     self.preferred_weight ** space.cue_weight(stage, base[si], p, focus)
@@ -143,32 +183,33 @@ class OfflineCudaPolicy:
         # Weighted sampling without replacement (Efraimidis-Spirakis keys), seeded.
         moves.sort(key=lambda m: rng.random() ** (1.0 / m[2]), reverse=True)
         for config, changed, _ in moves:
-            if len(chosen) == k:
+            if len(chosen) >= k:
                 break
-            if config_key(config) not in tried:
-                tried.add(config_key(config))
-                chosen.append((config, changed))
+            if config_key(config, v) not in tried:
+                tried.add(config_key(config, v))
+                chosen.append((v, config, changed))
         if len(chosen) < k:  # the neighbourhood is used up: any untried configuration
-            for config in _untried(plan, tried, bad, rng):
-                if len(chosen) == k:
+            for config in _untried(plan, tried, bad, rng, v):
+                if len(chosen) >= k:
                     break
-                if config_key(config) not in tried:
-                    tried.add(config_key(config))
-                    chosen.append((config, ["*"]))
+                if config_key(config, v) not in tried:
+                    tried.add(config_key(config, v))
+                    chosen.append((v, config, ["*"]))
         proposals = [
             Proposal(
-                source=render(plan, config, self.name).source,
+                source=render(variants[vi], config, self.name).source,
                 meta={
                     "policy": self.name,
-                    "family": plan.family,
-                    "stages": [s.family for s in plan.stages],
+                    "family": variants[vi].family,
+                    "variant": vi,
+                    "stages": [s.family for s in variants[vi].stages],
                     "params": config,
                     "changed": changed,
                     "base": base_id,
                     "focus": sorted(focus),
                 },
             )
-            for config, changed in chosen
+            for vi, config, changed in chosen[:k]
         ]
         if len(proposals) < k:
             proposals += Proposal.unsupported(
@@ -214,7 +255,7 @@ def _uses_bad(config: Config, bad: set[tuple[str, int]], keys: list[str]) -> boo
 
 
 def _untried(
-    plan: Plan, tried: set[str], bad: set[tuple[str, int]], rng: random.Random
+    plan: Plan, tried: set[str], bad: set[tuple[str, int]], rng: random.Random, variant: int
 ) -> list[Config]:
     per_stage = [space.all_configs(s) for s in plan.stages]
     defaults = [space.default(s) for s in plan.stages]
@@ -226,7 +267,9 @@ def _untried(
             configs.append(config)
     rng.shuffle(configs)
     return [
-        c for c in configs if config_key(c) not in tried and not _uses_bad(c, bad, _all_keys(c))
+        c
+        for c in configs
+        if config_key(c, variant) not in tried and not _uses_bad(c, bad, _all_keys(c))
     ]
 
 

@@ -16,7 +16,14 @@ import jinja2
 
 from maxcode.policy.offline_cuda.families import Plan, Stage
 
-_SHORT = {"elementwise": "ew", "reduction": "red", "gemm": "gemm"}
+_SHORT = {
+    "elementwise": "ew",
+    "reduction": "red",
+    "gemm": "gemm",
+    "library": "lib",
+    "stats": "stats",
+    "scan": "scan",
+}
 FUNCTION = "offline_forward"
 
 
@@ -42,12 +49,21 @@ def _stage_params(stage: Stage, scalars: list[str]) -> tuple[str, str, list[str]
     params = [f"const float* __restrict__ p{i}" for i in range(len(stage.tensors))]
     args = [f"p{i}" for i in range(len(stage.tensors))]
     for i, t in enumerate(stage.tensors):
-        if t.role == "block":
+        if t.role in ("block", "block2"):
             params += [f"long inner{i}", f"long mid{i}"]
             args += [f"inner{i}", f"mid{i}"]
+        if t.role == "block2":
+            params += [f"long innerb{i}", f"long midb{i}"]
+            args += [f"innerb{i}", f"midb{i}"]
     params += [f"float s{i}" for i in range(len(scalars))]
     args += [f"s{i}" for i in range(len(scalars))]
     return ", ".join(params), ", ".join(args), args
+
+
+def _block_args(i: int, two: bool, bare: bool = False) -> list[str]:
+    """Names of a broadcast tensor's index sizes (``bare``: without the tensor's number)."""
+    names = ["inner", "mid"] + (["innerb", "midb"] if two else [])
+    return names if bare else [f"{n}{i}" for n in names]
 
 
 def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
@@ -57,6 +73,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
     cuda_parts = ["#include <cuda_runtime.h>", "#include <cstdint>", "#include <cmath>", ""]
     host_stages = []
     host_tensors: list[str] = []  # Python expressions passed to the binding, in order
+    kernel_tensors: list[str] = []  # those a kernel of ours reads (float32 checked)
     for si, (stage, p) in enumerate(zip(plan.stages, params, strict=True)):
         ns = f"{_SHORT[stage.family]}{si}"
         kparams, kargs, _ = _stage_params(stage, scalars)
@@ -74,9 +91,14 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             if t.py == "__gemm_out":
                 tvars.append(f"o{si - 1}")
                 continue
+            if t.py.startswith("__stage:"):  # an earlier stage's output
+                tvars.append(f"o{t.py.split(':')[1]}")
+                continue
             if t.py not in host_tensors:
                 host_tensors.append(t.py)
             tvars.append(f"t{host_tensors.index(t.py)}")
+            if stage.family != "library" and t.py not in kernel_tensors:
+                kernel_tensors.append(t.py)
         host = {
             "family": stage.family,
             "ns": ns,
@@ -88,23 +110,47 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
         }
         call_ptrs = [f"{v}.data_ptr<float>()" for v in tvars]
         sargs = [f"(float)s{i}" for i in range(len(scalars))]
-        if stage.family == "elementwise":
+        if stage.family == "library":
+            expr = stage.extra["cpp"]
+            for i, v in enumerate(tvars):
+                expr = expr.replace(f"@{i}@", v)
+            host.update(
+                expr=expr, contiguous=stage.extra["contiguous"], origin=stage.extra["origin"]
+            )
+        elif stage.family in ("stats", "scan"):
+            ctx["op"] = stage.extra.get("op", "sum")
+            cuda_parts.append(
+                env.get_template(
+                    f"{'channel_stats' if stage.family == 'stats' else 'scan'}.cu.j2"
+                ).render(ctx)
+            )
+            host.update(
+                ref=tvars[0],
+                dim=stage.extra["dim"],
+                eps=stage.extra.get("eps"),
+                decl="const float* x, float* out, long N, long C, long S, float eps"
+                if stage.family == "stats"
+                else "const float* x, float* out, long outer, long R, long inner",
+            )
+        elif stage.family == "elementwise":
             full = [i for i, t in enumerate(stage.tensors) if t.role == "full"]
             other = [i for i, t in enumerate(stage.tensors) if t.role != "full"]
-            blocks = [i for i, t in enumerate(stage.tensors) if t.role == "block"]
+            blocks = [i for i, t in enumerate(stage.tensors) if t.role in ("block", "block2")]
+            twos = [i for i, t in enumerate(stage.tensors) if t.role == "block2"]
             passed = [f"p{i}" for i in other]
-            passed += [x for i in blocks for x in (f"inner{i}", f"mid{i}")]
+            passed += [x for i in blocks for x in _block_args(i, i in twos)]
             passed += ctx["scalars"]
             ctx.update(
                 full=full,
                 other=other,
                 blocks=blocks,
+                twos=twos,
                 params=kparams,
                 args=kargs,
                 **{"pass": "".join(f", {a}" for a in passed)},
             )
             cuda_parts.append(env.get_template("elementwise.cu.j2").render(ctx))
-            bargs = [x for i in blocks for x in (f"inner{i}", f"mid{i}")]
+            bargs = [f"{x}{si}_{i}" for i in blocks for x in _block_args(i, i in twos, bare=True)]
             host.update(
                 ref=tvars[full[0]],
                 decl=f"{kparams}, float* out, long n",
@@ -129,6 +175,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             host.update(
                 ref=ref,
                 dim=ex["dim"],
+                dim_end=ex["dim_end"],
                 reduced_out=ex["reduced_out"],
                 keepdim=ex["keepdim"],
                 decl=f"{kparams}, float* out, long outer, int R, long inner",
@@ -176,7 +223,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
         prefix=prefix,
         fn=FUNCTION,
         signature=signature,
-        host_tensors=[(f"t{i}", py) for i, py in enumerate(host_tensors)],
+        host_tensors=[(f"t{i}", py, py in kernel_tensors) for i, py in enumerate(host_tensors)],
     )
     call_args = ", ".join(
         [f"{py}.contiguous()" for py in host_tensors] + [f"float({s})" for s in scalars]
@@ -192,6 +239,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
         fn=FUNCTION,
         init_signature=plan.graph.init_signature,
         init_body=body,
+        prelude=plan.graph.prelude,
         inputs=", ".join(plan.inputs),
         call_args=call_args,
     )

@@ -28,6 +28,9 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
         "by": (1, 2, 4, 8, 16),
         "unroll": (1, 2, 4),
     },
+    "library": {},
+    "stats": {"threads": (128, 256, 512, 1024)},
+    "scan": {"threads": (128, 256, 512, 1024)},
     "gemm": {
         "bm": (32, 64, 128),
         "bn": (32, 64, 128),
@@ -39,12 +42,16 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
 # Bottleneck class -> (parameter, direction): +1 larger values, -1 smaller, 0 any change.
 CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
     "memory": {
+        "stats": (("threads", 1),),
+        "scan": (("threads", 1),),
         "elementwise": (("vec", 1), ("ept", 1)),
         "reduction-row": (("cache", 1), ("unroll", 1), ("tpr", 1)),
         "reduction-strided": (("unroll", 1), ("bx", 1)),
         "gemm": (("bm", 1), ("bn", 1), ("bk", 1)),
     },
     "latency": {
+        "stats": (("threads", 0),),
+        "scan": (("threads", 0),),
         "elementwise": (("threads", 0), ("blocks_per_sm", 0)),
         "reduction-row": (("tpr", 0), ("rpb", 0)),
         "reduction-strided": (("by", 1), ("bx", 0)),
@@ -57,6 +64,7 @@ CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
         "gemm": (("tm", 1), ("tn", 1)),
     },
 }
+TWO_PASS = ("softmax", "log_softmax", "layer_norm", "logsumexp")  # kinds that read the row twice
 SM_THREADS = 132 * 2048  # threads that fill an H100; only sizes the defaults
 
 
@@ -69,7 +77,7 @@ def variant(stage: Stage) -> str:
 def valid(var: str, p: dict[str, int], stage: Stage) -> bool:
     """Launchable and meaningful for this stage (e.g. the cache only helps two-pass kinds)."""
     if var == "reduction-row":
-        if p["cache"] and stage.extra["kind"] not in ("softmax", "log_softmax", "layer_norm"):
+        if p["cache"] and stage.extra["kind"] not in TWO_PASS:
             return False
         return p["tpr"] * p["rpb"] <= 1024
     if var == "reduction-strided":
@@ -85,12 +93,16 @@ def valid(var: str, p: dict[str, int], stage: Stage) -> bool:
 
 def default(stage: Stage) -> dict[str, int]:
     var = variant(stage)
+    if var == "library":
+        return {}
+    if var in ("stats", "scan"):
+        return {"threads": 512 if var == "stats" else 256}
     if var == "elementwise":
         return {"threads": 256, "ept": 2, "vec": 4, "blocks_per_sm": 0}
     if var == "reduction-row":
         _, r, _ = stage.extra["sizes"]
         tpr = 32 if r <= 256 else 128 if r <= 1024 else 256
-        two_pass = stage.extra["kind"] in ("softmax", "log_softmax", "layer_norm")
+        two_pass = stage.extra["kind"] in TWO_PASS
         return {"tpr": tpr, "rpb": 4 if tpr == 32 else 1, "unroll": 4, "cache": int(two_pass)}
     if var == "reduction-strided":
         outer, _, inner = stage.extra["sizes"]

@@ -1,0 +1,392 @@
+"""The offline CUDA policy on problems written the way KernelBench writes them (fixtures this
+file writes itself): capture with ``super(Model, self)``, module-level sizes, tuples and
+bools; partial lowering (library calls with fused kernels around them); the two variants
+chosen by measured reward; and the coverage benchmark's tables."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+
+from maxcode.evaluate.cuda.checks import static_findings
+from maxcode.evaluate.result import EvalResult, Status, Timing
+from maxcode.policy.offline_cuda import OfflineCudaPolicy, graph, space
+from maxcode.policy.offline_cuda.render import render
+from maxcode.search.types import Attempt, Observation
+from maxcode.tasks.model import Task
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def coverage():
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_offline_cuda_coverage
+
+    return bench_offline_cuda_coverage
+
+
+def kb_problem(
+    init_args: str, init: str, forward: str, sizes: str, inputs: str, init_inputs: str
+) -> str:
+    """A problem file in KernelBench's own style: sizes at module level, ``super(Model, self)``."""
+    return f'''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """A KernelBench-style problem."""
+    def __init__(self, {init_args}):
+        super(Model, self).__init__()
+{init}
+
+    def forward(self, x):
+{forward}
+
+{sizes}
+
+def get_inputs():
+    return [{inputs}]
+
+def get_init_inputs():
+    return [{init_inputs}]
+'''
+
+
+CONV_TAIL = kb_problem(
+    "in_channels, out_channels, kernel_size, bias_shape, scale",
+    "        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)\n"
+    "        self.bias = nn.Parameter(torch.randn(bias_shape))\n"
+    "        self.scale = scale",
+    "        x = self.conv(x)\n        x = torch.relu(x) + self.bias\n        return x * self.scale",
+    "batch_size = 8\nin_channels = 3\nout_channels = 16\nheight = width = 32\nkernel_size = 3\n"
+    "bias_shape = (out_channels, 1, 1)\nscale = 2.0",
+    "torch.randn(batch_size, in_channels, height, width)",
+    "in_channels, out_channels, kernel_size, bias_shape, scale",
+)
+TUPLES_BOOLS = kb_problem(
+    "features, kernel, use_bias",
+    "        self.conv = nn.Conv2d(features, features, kernel_size=kernel, padding=(1, 1), bias=bool(use_bias))\n"
+    "        self.norm = nn.GroupNorm(num_groups=GROUPS, num_channels=features)",
+    "        return torch.tanh(self.norm(self.conv(x)))",
+    "GROUPS = 4\nfeatures = 16\nkernel = (3, 3)\nuse_bias = True",
+    "torch.randn(2, features, 8, 8)",
+    "features, kernel, use_bias",
+)
+BATCHNORM = kb_problem(
+    "channels",
+    "        self.bn = nn.BatchNorm2d(channels)",
+    "        return torch.nn.functional.hardtanh(self.bn(x), min_val=-1.0, max_val=1.0)",
+    "channels = 8",
+    "torch.randn(4, channels, 6, 6)",
+    "channels",
+)
+REDUCTIONS = {
+    "logsumexp": ("torch.logsumexp(x, dim=1, keepdim=True)", "logsumexp"),
+    "max with indices": ("torch.max(x, dim=2)[0]", "amax"),
+    "mean over all dims": ("torch.mean(x)", "mean"),
+    "norm": ("x / torch.norm(x, p=2, dim=1, keepdim=True)", "sum"),
+    "unsqueeze and detach": ("torch.sigmoid(x.detach()).sum(dim=1).unsqueeze(1)", "sum"),
+}
+
+
+def simple(forward: str) -> str:
+    return kb_problem(
+        "", "        pass", f"        return {forward}", "", "torch.randn(4, 8, 16)", ""
+    )
+
+
+@pytest.fixture(scope="module")
+def policy() -> OfflineCudaPolicy:
+    return OfflineCudaPolicy()
+
+
+def test_init_of_kernelbench_style_problems_is_reproduced_exactly():
+    """super(Model, self), module constants (read transitively), tuples and bools: the
+    candidate's __init__ creates the same parameters in the same order under one seed."""
+    signature, body, prelude = graph.init_source(TUPLES_BOOLS, "p.py")
+    assert "super(ModelNew, self).__init__()" in body
+    assert prelude.splitlines() == ["GROUPS = 4"]
+    problem = graph.load_problem(TUPLES_BOOLS, "p.py")
+    namespace = {"torch": torch, "nn": nn}
+    exec(prelude, namespace)
+    indented = "\n".join("        " + line for line in body.splitlines())
+    exec(f"class ModelNew(nn.Module):\n    def __init__{signature}:\n{indented}\n", namespace)
+    args = problem.get_init_inputs()
+    torch.manual_seed(3)
+    ref = problem.Model(*args).state_dict()
+    torch.manual_seed(3)
+    new = namespace["ModelNew"](*args).state_dict()
+    assert list(ref) == list(new)
+    assert all(torch.equal(ref[k], new[k]) for k in ref)
+
+
+def test_init_reading_a_module_function_is_refused_with_the_name():
+    source = CONV_TAIL.replace("self.scale = scale", "self.scale = helper(scale)")
+    source = source.replace(
+        "import torch.nn as nn\n", "import torch.nn as nn\n\ndef helper(v):\n    return v\n"
+    )
+    analysis = OfflineCudaPolicy().analyze(source, "p.py")
+    assert analysis.plan is None
+    assert "reads module-level names ['helper']" in analysis.reason
+
+
+def test_conv_with_elementwise_tail_is_a_library_call_plus_one_fused_kernel(policy):
+    analysis = policy.analyze(CONV_TAIL, "1_Conv2d_ReLU_BiasAdd.py")
+    assert analysis.plan is not None, analysis.reason
+    plan = analysis.plan
+    assert [s.family for s in plan.stages] == ["library", "elementwise"]
+    assert plan.stages[0].extra["cpp"].startswith("at::conv2d(")
+    roles = {t.node: t.role for t in plan.stages[1].tensors}
+    assert roles == {"conv2d": "full", "p_bias": "block"}
+    source = render(plan, [space.default(s) for s in plan.stages], policy.name).source
+    assert static_findings(source) == []
+    assert "super(ModelNew, self).__init__()" in source and "batch_size" not in source
+    assert "float(self.scale)" in source  # the scale is read from the model, not baked in
+
+
+def test_group_norm_is_a_row_normalization_and_batch_norm_uses_batch_statistics(policy):
+    group = policy.analyze(TUPLES_BOOLS, "g.py").plan
+    kinds = [s.extra.get("kind") for s in group.stages if s.family == "reduction"]
+    assert kinds == ["layer_norm"]
+    rows = next(s for s in group.stages if s.family == "library" and "reshape" in s.extra["cpp"])
+    assert "size(0) * 4" in rows.extra["cpp"]  # groups from the module, batch from the tensor
+    batch = policy.analyze(BATCHNORM, "b.py").plan
+    assert [s.family for s in batch.stages if s.family != "library"] == ["stats", "elementwise"]
+    assert not any("running" in t.py for s in batch.stages for t in s.tensors)
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions_the_issue_names_are_lowered(policy, name):
+    forward, kind = REDUCTIONS[name]
+    plan = policy.analyze(simple(forward), f"{name}.py").plan
+    assert plan is not None
+    assert kind in [s.extra.get("kind") for s in plan.stages if s.family == "reduction"]
+    source = render(plan, [space.default(s) for s in plan.stages], policy.name).source
+    assert static_findings(source) == []
+
+
+def test_global_average_pooling_is_a_mean_with_the_chain_before_it_fused(policy):
+    source = kb_problem(
+        "c",
+        "        self.conv = nn.Conv2d(c, c, 3)\n        self.pool = nn.AdaptiveAvgPool2d((1, 1))",
+        "        return self.pool(torch.nn.functional.gelu(self.conv(x)))",
+        "c = 4",
+        "torch.randn(2, c, 10, 10)",
+        "c",
+    )
+    plan = policy.analyze(source, "pool.py").plan
+    kernels = [s for s in plan.stages if s.family != "library"]
+    assert [(s.family, s.extra.get("kind")) for s in kernels] == [("reduction", "mean")]
+    assert any("erff" in line for line in kernels[0].extra["pre"])  # GELU in the prologue
+    assert not any("pool" in s.extra.get("cpp", "") for s in plan.stages)
+
+
+def test_cumsum_and_cumprod_are_scans(policy):
+    for op in ("cumsum", "cumprod"):
+        plan = policy.analyze(simple(f"torch.{op}(x, dim=2)"), f"{op}.py").plan
+        assert [s.family for s in plan.stages] == ["scan"]
+        assert plan.stages[0].extra["op"] == ("prod" if op == "cumprod" else "sum")
+
+
+def test_library_only_problem_is_unsupported_naming_the_op(policy):
+    analysis = policy.analyze(simple("torch.argmax(x, dim=1)"), "argmax.py")
+    assert analysis.plan is None
+    assert "every op is a library call (aten.argmax)" in analysis.reason
+    assert "no kernel of its own" in analysis.reason
+
+
+def test_views_use_the_runtime_batch_size(policy):
+    source = simple("torch.relu(x.view(x.size(0), -1)).reshape(x.size(0), 8, 16) * 2.0")
+    plan = policy.analyze(source, "v.py").plan
+    cpps = [s.extra["cpp"] for s in plan.stages if s.family == "library"]
+    assert cpps == [
+        "@0@.view(at::IntArrayRef{@0@.size(0), -1})",
+        "at::reshape(@0@, at::IntArrayRef{@0@.size(0), 8, 16})",
+    ]
+
+
+GEMM_TAIL = kb_problem(
+    "in_features, out_features",
+    "        self.linear = nn.Linear(in_features, out_features)",
+    "        return torch.sigmoid(self.linear(x)) * 2.0",
+    "in_features = 64\nout_features = 32",
+    "torch.randn(16, in_features)",
+    "in_features, out_features",
+)
+
+
+def _observe(task: Task, attempts: list[Attempt]) -> Observation:
+    ok = [a for a in attempts if a.result.status is Status.OK]
+    best = max(ok, key=lambda a: a.reward, default=None)
+    return Observation(
+        task=task,
+        step=len({a.step for a in attempts}),
+        depth=4,
+        trajectory=list(attempts),
+        best=best,
+        best_discounted_reward=best.reward if best else 0.0,
+        include_critique=False,
+        method="traj-best",
+    )
+
+
+def _attempt(proposal, reward: float, step: int) -> Attempt:
+    timing = Timing("cuda_events", "ms", 1.0, reward)
+    return Attempt(
+        step=step,
+        index=proposal.meta["variant"],
+        candidate_id=f"c{step}-{proposal.meta['variant']}",
+        source=proposal.source,
+        result=EvalResult(status=Status.OK, timing=timing),
+        reward=reward,
+        meta=proposal.meta,
+    )
+
+
+def test_gemm_search_chooses_between_the_template_and_cublas_by_measured_reward(policy):
+    task = Task(
+        task_id="g",
+        suite="kernelbench",
+        language="cuda",
+        reference_source=GEMM_TAIL,
+        description="",
+        tags=(),
+        metadata={"file_name": "g.py"},
+    )
+    first = policy.propose(_observe(task, []), 2, random.Random(0))
+    assert [(p.meta["variant"], p.meta["stages"]) for p in first] == [
+        (0, ["gemm"]),
+        (1, ["library", "elementwise"]),
+    ]
+    assert "at::linear(" in first[1].source
+    for faster in (0, 1):
+        history = [_attempt(p, 2.0 if p.meta["variant"] == faster else 0.5, 0) for p in first]
+        nxt = policy.propose(_observe(task, history), 3, random.Random(1))
+        assert {p.meta["variant"] for p in nxt} == {faster}
+
+
+def _write_fixture_checkout(root: Path) -> None:
+    files = {
+        "level1/1_Conv2d.py": kb_problem(
+            "c",
+            "        self.conv = nn.Conv2d(c, c, 3)",
+            "        return self.conv(x)",
+            "c = 4",
+            "torch.randn(2, c, 8, 8)",
+            "c",
+        ),
+        "level1/2_Softplus.py": simple("torch.nn.functional.softplus(x)"),
+        "level1/3_Cumsum.py": simple("torch.cumsum(x, dim=1)"),
+        "level1/4_Argmin.py": simple("torch.argmin(x, dim=1)"),
+        "level2/1_Conv2d_ReLU_BiasAdd.py": CONV_TAIL,
+        "level2/2_Conv2d_GroupNorm_Tanh.py": TUPLES_BOOLS,
+        "level2/3_Gemm_Sigmoid_Scale.py": GEMM_TAIL,
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_coverage_benchmark_reports_shares_and_reasons(coverage, tmp_path: Path):
+    _write_fixture_checkout(tmp_path / "kb")
+    rows = coverage.survey(tmp_path / "kb", [1, 2], tmp_path / "sources")
+    supported = {r["problem"]: r["supported"] for r in rows}
+    assert supported == {
+        "1_Conv2d.py": False,
+        "2_Softplus.py": True,
+        "3_Cumsum.py": True,
+        "4_Argmin.py": False,
+        "1_Conv2d_ReLU_BiasAdd.py": True,
+        "2_Conv2d_GroupNorm_Tanh.py": True,
+        "3_Gemm_Sigmoid_Scale.py": True,
+    }
+    families = {r["problem"]: r["family"] for r in rows}
+    assert families["1_Conv2d_ReLU_BiasAdd.py"] == "conv" and families["3_Cumsum.py"] == "reduction"
+    table = coverage.tables(rows)
+    assert "| 1 | **all** | **2/4** | **50%** |" in table
+    assert "| 2 | **all** | **3/3** | **100%** |" in table
+    assert "| 1 | 4_Argmin.py | reduction | every op is a library call (aten.argmax)" not in table
+    assert "| 1 | 4_Argmin.py | reduction | every op is a library call (aten.argmin)" in table
+    assert len(list((tmp_path / "sources").rglob("*.py"))) == 6  # the GEMM has two variants
+
+
+def test_coverage_benchmark_refuses_a_missing_checkout(coverage, tmp_path: Path, capsys):
+    assert coverage.main(["--kb", str(tmp_path / "nope")]) == 2
+    assert "--kb" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("problem", ["conv", "groupnorm", "batchnorm", "cumsum", "norm"])
+def test_fused_candidates_compile_with_nvcc(policy, problem, tmp_path: Path):
+    source = {
+        "conv": CONV_TAIL,
+        "groupnorm": TUPLES_BOOLS,
+        "batchnorm": BATCHNORM,
+        "cumsum": simple("torch.cumsum(x, dim=1) + torch.cumprod(x, dim=2)"),
+        "norm": simple("x / torch.norm(x, p=2, dim=1, keepdim=True)"),
+    }[problem]
+    plan = policy.analyze(source, f"{problem}.py").plan
+    rendered = render(plan, [space.default(s) for s in plan.stages], policy.name)
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    (tmp_path / "k.cu").write_text(rendered.cuda)
+    proc = subprocess.run(
+        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _has_gpu() -> bool:
+    from maxcode.evaluate.cuda.figures import detect_cuda_arch
+
+    return shutil.which("nvidia-smi") is not None and bool(detect_cuda_arch())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU (run through the device tool)")
+def test_fused_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
+    """Every fixture's first step (each variant's default) through the real CUDA evaluator."""
+    from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+
+    problems = {
+        "1_Conv2d_ReLU_BiasAdd.py": CONV_TAIL,
+        "2_Conv2d_GroupNorm_Tanh.py": TUPLES_BOOLS,
+        "3_BatchNorm_Hardtanh.py": BATCHNORM,
+        "4_Gemm_Sigmoid_Scale.py": GEMM_TAIL,
+        "5_Cumsum_Cumprod.py": simple("torch.cumsum(x, dim=1) + torch.cumprod(x, dim=2)"),
+        "6_Norms.py": simple(
+            "x / torch.norm(x, p=2, dim=1, keepdim=True) + torch.logsumexp(x, dim=2, keepdim=True)"
+        ),
+    }
+    items = []
+    for name, source in problems.items():
+        task = Task(
+            task_id=name,
+            suite="kernelbench",
+            language="cuda",
+            reference_source=source,
+            description="",
+            tags=(),
+            metadata={"file_name": name},
+        )
+        for proposal in policy.propose(_observe(task, []), 2, random.Random(0)):
+            items.append((task, proposal.source))
+    with CudaEvaluator(CudaEvalConfig(timing_trials=5), tmp_path / "cache") as evaluator:
+        results = evaluator.evaluate_items(items)
+    bad = [
+        (t.task_id, r.status, r.reason[:300])
+        for (t, _), r in zip(items, results, strict=True)
+        if r.status is not Status.OK
+    ]
+    assert bad == []
