@@ -132,7 +132,7 @@ def reach(cache: BuildCache, spec: ExtensionSpec, root: Path, timeout_s: float) 
         attempts.append({"tier": tier, "ok": rc == 0, "seconds": secs, "error": first_error})
         if rc == 0 or not _needs_more_headers(tier, (rc, log, secs)):
             break  # as the build does: an error the next tier would repeat ends it
-        tiers = tiers_after_failure(tiers, tier, log or "")
+        tiers = tiers_after_failure(tiers, tier, text, log or "")
     reached = attempts[-1]["tier"]
     missing = re.search(r"fatal error: (\S+): No such file", attempts[-1]["error"])
     if not attempts[-1]["ok"]:  # a header this machine lacks (CPU torch has no c10/cuda) or a bug

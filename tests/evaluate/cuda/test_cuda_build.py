@@ -423,15 +423,24 @@ def test_sources_the_split_cannot_handle_are_left_alone(source):
 
 
 def test_a_host_pass_error_skips_the_unsplit_text_of_the_same_tier():
+    text = hide_host_code_from_device_pass(SPLIT_SOURCE)
+    lines = text.splitlines()
+    host_line = 1 + next(i for i, ln in enumerate(lines) if "TORCH_CHECK" in ln)
+    kernel_line = 1 + next(i for i, ln in enumerate(lines) if "twice(x[i])" in ln)
     tiers = [("ATen ops", "a"), (f"torch/types.h, {HOST_ONLY_TIER}", "b"), ("torch/types.h", "c")]
     failed = f"ATen ops, {HOST_ONLY_TIER}"
-    host_error = 'cuda.cu(12): error: no operator "+" matches these operands (at::Tensor)'
-    device_error = 'cuda.cu(9): error: identifier "kBlock" is undefined'
-    assert [t for t, _ in tiers_after_failure(tiers, failed, host_error)] == [
-        f"torch/types.h, {HOST_ONLY_TIER}",
-        "torch/types.h",
+
+    def after(log: str) -> list[str]:
+        return [t for t, _ in tiers_after_failure(tiers, failed, text, log)]
+
+    skipped = [f"torch/types.h, {HOST_ONLY_TIER}", "torch/types.h"]
+    assert after(f'cuda.cu({host_line}): error: no operator "/" matches these operands') == skipped
+    assert after("/x/torch/include/ATen/core/TensorBody.h:10:3: error: ...") == skipped
+    assert after(f'cuda.cu({kernel_line}): error: identifier "kBlock" is undefined') == [
+        "ATen ops",
+        *skipped,
     ]
-    assert tiers_after_failure(tiers, failed, device_error) == tiers
+    assert tiers_after_failure(tiers, "ATen ops", text, "cuda.cu(3): error") == tiers
 
 
 def test_the_tier_a_cuda_source_reached_is_remembered_per_source(tmp_path):

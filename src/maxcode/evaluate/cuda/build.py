@@ -690,7 +690,7 @@ class BuildCache:
         results = _finish_jobs(started, deadline)
         while tiers and _needs_more_headers(outcome.cuda_headers, results["cuda"]):
             # The lighter file was not enough: the next tier, up to the source as written.
-            tiers = tiers_after_failure(tiers, outcome.cuda_headers, results["cuda"][1])
+            tiers = tiers_after_failure(tiers, outcome.cuda_headers, text, results["cuda"][1])
             if not tiers:
                 break
             spent = results["cuda"][2]
@@ -857,15 +857,38 @@ _HEADER_ERROR = re.compile(r"error.*(torch|pybind11|PYBIND11|py::|at::|c10|TORCH
 
 
 def tiers_after_failure(
-    tiers: list[tuple[str, str]], failed: str, log: str
+    tiers: list[tuple[str, str]], failed: str, text: str, log: str
 ) -> list[tuple[str, str]]:
-    """The tiers still worth trying after ``failed``: a split text whose error names torch
-    failed in the host pass (the device pass never sees torch), which the unsplit text of
-    the same tier compiles identically, so that one is skipped."""
-    if failed.endswith(HOST_ONLY_TIER) and _HEADER_ERROR.search(log):
-        same = failed.removesuffix(f", {HOST_ONLY_TIER}")
-        return [(tier, text) for tier, text in tiers if tier != same]
-    return tiers
+    """The tiers still worth trying after tier ``failed`` (its .cu ``text``) failed with
+    ``log``. When the first error of a split text lies in its hidden part or in a torch
+    header, the host pass failed, which compiles the unsplit text of the same tier
+    identically, so that one is skipped; an error in the visible part may be the device
+    pass missing something hidden, so the unsplit text is tried."""
+    if not failed.endswith(HOST_ONLY_TIER):
+        return tiers
+    first = next((ln for ln in log.splitlines() if "error" in ln), "")
+    at = re.search(r"cuda\.cu[(:](\d+)", first)
+    if at:
+        host_pass = int(at.group(1)) in _hidden_lines(text)
+    else:
+        host_pass = bool(re.search(r"/(torch|ATen|c10|pybind11)/", first))
+    if not host_pass:
+        return tiers
+    same = failed.removesuffix(f", {HOST_ONLY_TIER}")
+    return [(tier, t) for tier, t in tiers if tier != same]
+
+
+def _hidden_lines(text: str) -> set[int]:
+    """Line numbers (from 1) inside the host-only guards of a split text."""
+    hidden, inside = set(), False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line == HOST_ONLY_GUARD:
+            inside = True
+        elif line == HOST_ONLY_END:
+            inside = False
+        elif inside:
+            hidden.add(number)
+    return hidden
 
 
 def _needs_more_headers(tier: str, result: tuple[int | None, str, float]) -> bool:
