@@ -503,6 +503,25 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 PR_SET_NO_NEW_PRIVS = 38
 
 
+def ensure_uvm_node(dev: Path = Path("/dev")) -> str:
+    """Make ``/dev/nvidia-uvm`` exist before a confined process needs it ("" when it does,
+    else why not).
+
+    The driver creates that node on the first CUDA use, through the setuid
+    ``nvidia-modprobe``; a candidate running as a dedicated uid with ``no_new_privs`` under a
+    read-only ``/dev`` cannot, and CUDA then reports no device at all. So the evaluator
+    (unconfined) creates it first, as ``nvidia-smi`` and root's first CUDA call would."""
+    if not (dev / "nvidiactl").exists() or (dev / "nvidia-uvm").exists():
+        return ""
+    tool = shutil.which("nvidia-modprobe")
+    if tool is None:
+        return f"{dev / 'nvidia-uvm'} is missing and nvidia-modprobe is not on PATH"
+    proc = subprocess.run([tool, "-u", "-c=0"], capture_output=True, text=True, timeout=60)
+    if (dev / "nvidia-uvm").exists():
+        return ""
+    return f"{dev / 'nvidia-uvm'} is missing; nvidia-modprobe -u said: {proc.stderr.strip()[:200]}"
+
+
 def gpu_nodes_open_to_all() -> bool:
     """Whether a dedicated uid can still open the GPU (``/dev/nvidia*`` read-write for others)."""
     nodes = [p for p in Path("/dev").glob("nvidia*") if p.is_char_device()]

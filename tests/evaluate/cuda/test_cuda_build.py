@@ -10,10 +10,15 @@ import pytest
 
 from maxcode.evaluate.cuda import build as build_module
 from maxcode.evaluate.cuda.build import (
+    HOST_ONLY_END,
+    HOST_ONLY_GUARD,
+    HOST_ONLY_TIER,
     BuildCache,
     BuildOutcome,
     ExtensionSpec,
+    hide_host_code_from_device_pass,
     import_extension,
+    tiers_after_failure,
     trim_log,
 )
 
@@ -145,14 +150,27 @@ TORCH_KERNEL = (
 )
 
 
+def split(tier: str) -> list[str]:
+    """A torch tier preceded by its variant with the host code hidden from the device pass."""
+    return [f"{tier}, {HOST_ONLY_TIER}", tier]
+
+
 @pytest.mark.parametrize(
     ("cuda_source", "light", "expected"),
     [
-        (TORCH_FREE_KERNEL, True, ["cuda only", "ATen ops", "as written"]),
-        (TORCH_KERNEL, True, ["ATen ops", "torch/types.h", "as written"]),
+        (TORCH_FREE_KERNEL, True, ["cuda only", *split("ATen ops"), *split("as written")]),
+        (TORCH_KERNEL, True, [*split("ATen ops"), *split("torch/types.h"), *split("as written")]),
         ("__global__ void k(float* x) { TORCH_CHECK(x); }", True, ["ATen ops", "as written"]),
-        (TORCH_KERNEL + "\n// .requires_grad(true)", True, ["torch/types.h", "as written"]),
-        ("#include <torch/torch.h>\n" + TORCH_KERNEL, True, ["torch/types.h", "as written"]),
+        (
+            TORCH_KERNEL + "\n// .requires_grad(true)",
+            True,
+            [*split("torch/types.h"), *split("as written")],
+        ),
+        (
+            "#include <torch/torch.h>\n" + TORCH_KERNEL,
+            True,
+            [*split("torch/types.h"), *split("as written")],
+        ),
         (TORCH_FREE_KERNEL, False, ["as written"]),
     ],
     ids=[
@@ -288,7 +306,7 @@ def test_lean_tier_includes_the_headers_of_the_ops_called_by_name():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_kernel_using_torch_factories_compiles_against_aten_ops(cache):
     out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=FACTORY_KERNEL))
-    assert out.cuda_headers == "ATen ops"
+    assert out.cuda_headers == f"ATen ops, {HOST_ONLY_TIER}"
     assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error
 
 
@@ -297,7 +315,7 @@ def test_tensor_operators_fall_back_to_torch_types_h(cache):
     """``a + b`` on tensors needs ATen's operator overloads (in the all-ops header)."""
     source = FACTORY_KERNEL.replace("return y.add(z.sum());", "return y + z.sum();")
     out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=source))
-    assert out.cuda_headers == "torch/types.h"
+    assert out.cuda_headers == f"torch/types.h, {HOST_ONLY_TIER}"
     assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error
 
 
@@ -333,3 +351,138 @@ def test_code_compiled_against_aten_ops_links_and_runs_with_a_torch_binding(tmp_
     )
     x = torch.arange(6, dtype=torch.float32)
     assert torch.equal(module.f(x), 2 * x)
+
+
+# -- host code hidden from nvcc's device pass ------------------------------------------------
+
+SPLIT_SOURCE = (
+    "// a kernel and its launcher\n"
+    "#include <torch/extension.h>\n"
+    "#include <cuda_fp16.h>\n"
+    "#define BLOCK 256\n"
+    "struct Pair { float a, b; };\n"
+    "__device__ __forceinline__ float twice(float v) { return 2.f * v; }\n"
+    "__constant__ float scale[4];\n"
+    "__global__ void k(const float* x, float* y, int n) {\n"
+    "  int i = blockIdx.x * BLOCK + threadIdx.x; if (i < n) y[i] = twice(x[i]) * scale[0];\n"
+    "}\n"
+    "torch::Tensor f(torch::Tensor x);  // declared before use\n"
+    "torch::Tensor f(torch::Tensor x) {\n"
+    '  TORCH_CHECK(x.is_cuda(), "cuda only"); auto y = torch::empty_like(x);\n'
+    "  k<<<(x.numel() + BLOCK - 1) / BLOCK, BLOCK>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());\n"
+    "  return y;\n"
+    "}\n"
+)
+
+
+def _device_view(text: str) -> str:
+    """What the device pass (``__CUDA_ARCH__`` defined) keeps of a split text."""
+    kept, hidden = [], False
+    for line in text.splitlines():
+        if line == HOST_ONLY_GUARD:
+            hidden = True
+        elif line == HOST_ONLY_END:
+            hidden = False
+        elif not hidden:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def test_host_code_is_hidden_from_the_device_pass_and_the_host_pass_sees_the_text_as_written():
+    text = hide_host_code_from_device_pass(SPLIT_SOURCE)
+    assert text is not None
+    # the host pass: exactly the original text (only the guard lines added)
+    unguarded = text.replace(f"\n{HOST_ONLY_GUARD}\n", "").replace(f"\n{HOST_ONLY_END}\n", "")
+    assert unguarded == SPLIT_SOURCE
+    device = _device_view(text)
+    for kept in (
+        "#include <cuda_fp16.h>",
+        "#define BLOCK",
+        "struct Pair",
+        "__device__",
+        "__constant__",
+        "__global__",
+    ):
+        assert kept in device, kept
+    assert "torch" not in device and "TORCH_CHECK" not in device and "<<<" not in device
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        SPLIT_SOURCE.replace("__global__ void k(", "template <typename T> __global__ void k("),
+        SPLIT_SOURCE.replace("const float* x, float* y", "const at::Half* x, float* y"),
+        SPLIT_SOURCE.replace("struct Pair", "namespace ns { struct Q {}; }\nstruct Pair"),
+        SPLIT_SOURCE.replace("#include <torch/extension.h>\n", ""),  # nothing to hide
+        SPLIT_SOURCE + "torch::Tensor g(torch::Tensor x) {",  # unbalanced
+    ],
+    ids=["template-kernel", "kernel-names-torch", "namespace", "no-torch", "unbalanced"],
+)
+def test_sources_the_split_cannot_handle_are_left_alone(source):
+    assert hide_host_code_from_device_pass(source) is None
+
+
+def test_a_host_pass_error_skips_the_unsplit_text_of_the_same_tier():
+    text = hide_host_code_from_device_pass(SPLIT_SOURCE)
+    lines = text.splitlines()
+    host_line = 1 + next(i for i, ln in enumerate(lines) if "TORCH_CHECK" in ln)
+    kernel_line = 1 + next(i for i, ln in enumerate(lines) if "twice(x[i])" in ln)
+    tiers = [("ATen ops", "a"), (f"torch/types.h, {HOST_ONLY_TIER}", "b"), ("torch/types.h", "c")]
+    failed = f"ATen ops, {HOST_ONLY_TIER}"
+
+    def after(log: str) -> list[str]:
+        return [t for t, _ in tiers_after_failure(tiers, failed, text, log)]
+
+    skipped = [f"torch/types.h, {HOST_ONLY_TIER}", "torch/types.h"]
+    assert after(f'cuda.cu({host_line}): error: no operator "/" matches these operands') == skipped
+    assert after("/x/torch/include/ATen/core/TensorBody.h:10:3: error: ...") == skipped
+    assert after(f'cuda.cu({kernel_line}): error: identifier "kBlock" is undefined') == [
+        "ATen ops",
+        *skipped,
+    ]
+    assert tiers_after_failure(tiers, "ATen ops", text, "cuda.cu(3): error") == tiers
+
+
+def test_the_tier_a_cuda_source_reached_is_remembered_per_source(tmp_path):
+    cache = BuildCache(tmp_path, cuda_arch="9.0", host_pch=False, light_cuda_headers=True)
+    spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_KERNEL)
+    other_binding = ExtensionSpec.from_load_inline("m", "int unused();", cuda_sources=TORCH_KERNEL)
+    assert cache._cuda_tiers(spec)[0][0] == f"ATen ops, {HOST_ONLY_TIER}"
+    cache._remember_tier(spec, "torch/types.h")
+    assert [t for t, _ in cache._cuda_tiers(other_binding)] == [
+        "torch/types.h",
+        *split("as written"),
+    ]
+    changed = ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_KERNEL + "\n// v2")
+    assert cache._cuda_tiers(changed)[0][0] == f"ATen ops, {HOST_ONLY_TIER}"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_split_and_unsplit_texts_compile_to_the_same_device_code_and_symbols(tmp_path):
+    """The split changes nothing but what the device pass parses: same PTX, same symbols."""
+    import subprocess
+
+    from maxcode.evaluate.cuda.build import torch_flags
+
+    spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=SPLIT_SOURCE)
+    flags = torch_flags(spec, "9.0")
+    texts = dict(BuildCache(tmp_path / "cache", cuda_arch="9.0")._cuda_tiers(spec))
+    ptx, symbols = {}, {}
+    for tier in ("ATen ops", f"ATen ops, {HOST_ONLY_TIER}"):
+        work = tmp_path / str(len(ptx))
+        work.mkdir()
+        (work / "cuda.cu").write_text(texts[tier])
+        cmd = [*flags.nvcc, *flags.cuda_cflags, "-c", "cuda.cu", "-o", "cuda.o", "--keep"]
+        proc = subprocess.run(
+            [*cmd, *flags.cuda_post_cflags], cwd=work, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        lines = next(work.glob("*.ptx")).read_text().splitlines()
+        ptx[tier] = [ln for ln in lines if not ln.startswith("//")]
+        nm = subprocess.run(
+            ["nm", "--defined-only", str(work / "cuda.o")], capture_output=True, text=True
+        )
+        symbols[tier] = sorted(nm.stdout.split())
+    assert ptx["ATen ops"] == ptx[f"ATen ops, {HOST_ONLY_TIER}"]
+    assert any("_Z1kPKfPfi" in ln for ln in ptx["ATen ops"])  # the kernel is in it
+    assert symbols["ATen ops"] == symbols[f"ATen ops, {HOST_ONLY_TIER}"]

@@ -25,7 +25,7 @@ from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR, BuildCache, Extension
 from maxcode.evaluate.cuda.evaluator import _Job
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import Status
-from maxcode.evaluate.sandbox import confinement
+from maxcode.evaluate.sandbox import confinement, ensure_uvm_node
 from maxcode.evaluate.scrub import allowed_env, scrub, scrub_tree, secret_values
 
 from .cuda_fixtures import hostile, requires_gpu
@@ -250,7 +250,22 @@ def test_worker_children_get_a_fresh_tmp_each(jailed_worker, tmp_path):
 # -- the whole evaluator on the GPU -------------------------------------------------------------
 
 
+# Cold, this test builds the PCH, the shared saxpy extension (host and .cu) and starts a
+# zygote (about 45 s of compiling on the H100 box, then two GPU evaluations). Its own limits
+# are set so that a hang turns into a result with a reason well inside the pytest limit.
+GPU_TEST_LIMITS = {"compile_timeout_s": 240.0, "run_timeout_s": 120.0}
+
+
+def _gpu_logs(cache: Path) -> str:
+    """The tails of the GPU worker's and compile jobs' logs, for a failure message."""
+    return "".join(
+        f"\n--- {p.name}:\n" + p.read_text(errors="replace")[-3000:]
+        for p in sorted((cache / "logs").glob("*.log"))
+    )
+
+
 @pytest.mark.gpu
+@pytest.mark.timeout(600)
 @requires_gpu
 def test_evaluator_on_gpu_leaks_nothing_and_honest_twin_passes(
     secret, listener, tmp_path, saxpy_task
@@ -259,13 +274,22 @@ def test_evaluator_on_gpu_leaks_nothing_and_honest_twin_passes(
     cache = tmp_path / "cache"
     escape, poison = tmp_path / "escaped.txt", cache / "build" / "ext" / "planted.txt"
     source = hostile_source(port, escape, poison, cpu=False)
-    with CudaEvaluator(CudaEvalConfig(), cache) as evaluator:
-        bad, good = evaluator.evaluate_items([(saxpy_task, source), (saxpy_task, hostile("good"))])
-    logs = "".join(p.read_text(errors="replace")[-3000:] for p in (cache / "logs").glob("*.log"))
-    why = f"{good.reason} | {bad.reason} | {good.figures.get('output_tail', '')} | {logs}"
+    try:
+        with CudaEvaluator(CudaEvalConfig(**GPU_TEST_LIMITS), cache) as evaluator:
+            bad, good = evaluator.evaluate_items(
+                [(saxpy_task, source), (saxpy_task, hostile("good"))]
+            )
+    except Exception as err:
+        pytest.fail(f"the evaluator raised {err!r}; logs:{_gpu_logs(cache)}")
+    why = (
+        f"good: {good.status.value} ({good.sandbox}) {good.reason} | "
+        f"bad: {bad.status.value} ({bad.sandbox}) {bad.reason} | "
+        f"good output: {good.figures.get('output_tail', '')} | "
+        f"builds: {good.figures.get('builds', '')} | logs:{_gpu_logs(cache)}"
+    )
     assert good.status is Status.OK and good.sandbox == "full", why
     assert bad.status is Status.RUNTIME_ERROR and bad.sandbox == "full", why
-    assert "leaking through the reason" in bad.reason
+    assert "leaking through the reason" in bad.reason, why
     assert secret not in json.dumps([bad.to_dict(), good.to_dict()])
     assert not escape.exists() and not poison.exists() and received == []
     assert files_containing(tmp_path, secret) == []
@@ -334,3 +358,22 @@ def test_a_host_without_namespaces_is_named_once_and_recorded(tmp_path, monkeypa
     assert first.wrap(["python3", "-c", "pass"]) == ["python3", "-c", "pass"]
     assert second.level == first.level
     assert capsys.readouterr().err.count("WITHOUT a sandbox") <= 1
+
+
+def test_missing_uvm_node_is_created_before_a_confined_candidate_needs_it(tmp_path, monkeypatch):
+    dev, bin_dir = tmp_path / "dev", tmp_path / "bin"
+    dev.mkdir()
+    bin_dir.mkdir()
+    (dev / "nvidiactl").write_text("")
+    tool = bin_dir / "nvidia-modprobe"  # stands in for the setuid tool: makes the node
+    tool.write_text(f'#!/bin/sh\n[ "$1" = -u ] && touch {dev}/nvidia-uvm\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert ensure_uvm_node(dev) == "" and (dev / "nvidia-uvm").exists()
+    (dev / "nvidia-uvm").unlink()
+    tool.write_text("#!/bin/sh\necho 'no driver' >&2\nexit 1\n")
+    assert "no driver" in ensure_uvm_node(dev)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert "nvidia-modprobe is not on PATH" in ensure_uvm_node(dev)
+    (dev / "nvidiactl").unlink()
+    assert ensure_uvm_node(dev) == ""  # no NVIDIA driver at all: nothing to do

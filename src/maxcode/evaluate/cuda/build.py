@@ -83,6 +83,137 @@ MAX_LOG_CHARS = 4000
 NVCC_TIME_DIR_VAR = "MAXCODE_NVCC_TIME_DIR"
 
 
+# Top-level code the device pass must see whatever it is: CUDA qualifiers.
+_DEVICE_QUALIFIER = re.compile(r"\b__(global|device|constant|shared|managed)__\b")
+# Constructs whose members the splitter below does not look into: it then leaves the text alone.
+_NOT_SPLIT = re.compile(
+    r"\btemplate\b|\bnamespace\s*(?!torch\s*\{)\w*\s*\{|\bclass\b|\bextern\s*\"C\"\s*\{"
+)  # namespace torch {...}: the "ATen ops" tier's own aliases, host code
+_TORCH_INCLUDE = re.compile(r"#\s*include\s*[<\"](torch|ATen|c10|pybind11)/")
+_ONLY_COMMENTS = re.compile(r"\s*(?://[^\n]*\s*|/\*.*?\*/\s*)*", re.S)
+HOST_ONLY_TIER = "host code hidden from the device pass"  # suffix of a tier's name
+HOST_ONLY_GUARD = "#ifndef __CUDA_ARCH__  // maxcode: host code, not parsed by the device pass"
+HOST_ONLY_END = "#endif  // maxcode: end of host code"
+
+
+def _top_level_items(text: str) -> list[str] | None:
+    """``text`` cut into top-level items: preprocessor lines, declarations (up to ``;``) and
+    definitions (up to their closing brace); None when it does not parse as such
+    (unbalanced braces, a trailing fragment)."""
+    items: list[str] = []
+    start = i = depth = 0
+    n = len(text)
+    at_line_start = True
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            at_line_start = True
+            i += 1
+            continue
+        if c in " \t\r":
+            i += 1
+            continue
+        if at_line_start and c == "#" and depth == 0:
+            end = i
+            while True:  # a directive runs to an unescaped end of line
+                end = text.find("\n", end)
+                if end < 0:
+                    end = n
+                    break
+                if text[end - 1] != "\\":
+                    break
+                end += 1
+            if not _ONLY_COMMENTS.fullmatch(text[start:i]):
+                return None  # a directive inside an unfinished declaration
+            items.append(text[start:end])
+            start = i = end
+            continue
+        at_line_start = False
+        if text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                return None
+            i = end + 2
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            if j >= n:
+                return None
+            i = j + 1
+        elif c == "{":
+            depth += 1
+            i += 1
+        elif c == "}":
+            depth -= 1
+            i += 1
+            if depth < 0:
+                return None
+            if depth == 0:  # a definition ends here; a type or an initializer runs to ';'
+                head = text[start:i].split("{", 1)[0]
+                if not re.search(r"\b(struct|union|enum)\b|=", head):
+                    items.append(text[start:i])
+                    start = i
+        elif c == ";" and depth == 0:
+            i += 1
+            items.append(text[start:i])
+            start = i
+        else:
+            i += 1
+    if depth != 0 or not _ONLY_COMMENTS.fullmatch(text[start:]):
+        return None
+    items.append(text[start:])
+    return items
+
+
+def hide_host_code_from_device_pass(text: str) -> str | None:
+    """The .cu with its host-only code (torch includes, host function definitions, host
+    declarations that name torch) inside ``#ifndef __CUDA_ARCH__``; None when that is not
+    safe to do.
+
+    nvcc preprocesses a .cu twice: with ``__CUDA_ARCH__`` for the device pass (cicc), without
+    it for the host pass (cudafe++ and the host compiler). The device pass then never parses
+    torch's headers, and the host pass compiles exactly the text it compiled before. Safe
+    only when every kernel exists without the host code: no templates (a host function's
+    dispatch instantiates them), no namespaces or classes (not looked into here), and no
+    device-side item that names torch. Anything else the device code needed from the hidden
+    part fails the compile, and the build falls back to the unsplit text."""
+    if _NOT_SPLIT.search(text) or not _TORCH_INCLUDE.search(text):
+        return None
+    items = _top_level_items(text)
+    if items is None:
+        return None
+    out: list[str] = []
+    hidden = False
+    for item in items:
+        code = _ONLY_COMMENTS.sub("", item, count=1).strip()  # leading comments off
+        if code.startswith("#"):
+            host = bool(_TORCH_INCLUDE.match(code))
+        else:
+            head = item.split("{", 1)[0]
+            device = bool(_DEVICE_QUALIFIER.search(head))
+            is_function = (
+                "{" in item and "(" in head and not re.search(r"\b(struct|union|enum)\b|=", head)
+            )
+            torch_ns = code.startswith("namespace torch")
+            host = not device and (is_function or torch_ns or bool(_TORCH_NAME.search(item)))
+            if not host and _TORCH_NAME.search(item):
+                return None  # device code that names torch needs its headers
+        if host and not hidden and code:
+            out.append("\n" + HOST_ONLY_GUARD + "\n")
+            hidden = True
+        elif not host and hidden and code:
+            out.append("\n" + HOST_ONLY_END + "\n")
+            hidden = False
+        out.append(item)
+    if hidden:
+        out.append("\n" + HOST_ONLY_END + "\n")
+    return "".join(out)
+
+
 class BuildError(RuntimeError):
     """The candidate's extension did not build; ``outcome`` holds the trimmed log."""
 
@@ -454,13 +585,13 @@ class BuildCache:
         self.light_cuda_headers = light_cuda_headers
         self.out = self.root  # where this process writes builds
         try:
-            for sub in ("ext", "tmp", "locks", "pch"):
+            for sub in ("ext", "tmp", "locks", "pch", "tiers"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
         except OSError:
             pass
         if not os.access(self.root / "ext", os.W_OK):
             self.out = Path(tempfile.gettempdir()) / "maxcode-build"
-            for sub in ("ext", "tmp", "locks", "pch"):
+            for sub in ("ext", "tmp", "locks", "pch", "tiers"):
                 (self.out / sub).mkdir(parents=True, exist_ok=True)
 
     def key_of(self, spec: ExtensionSpec) -> tuple[str, _Flags]:
@@ -559,11 +690,16 @@ class BuildCache:
         results = _finish_jobs(started, deadline)
         while tiers and _needs_more_headers(outcome.cuda_headers, results["cuda"]):
             # The lighter file was not enough: the next tier, up to the source as written.
+            tiers = tiers_after_failure(tiers, outcome.cuda_headers, text, results["cuda"][1])
+            if not tiers:
+                break
             spent = results["cuda"][2]
             outcome.cuda_headers, text = tiers.pop(0)
             (work / "cuda.cu").write_text(text)
             rc, log, secs = _run_parallel({"cuda": cuda_cmd}, work, deadline)["cuda"]
             results["cuda"] = (rc, log, round(spent + secs, 3))
+        if "cuda" in results and results["cuda"][0] == 0:
+            self._remember_tier(spec, outcome.cuda_headers)
         for step, (rc, log, secs) in results.items():
             outcome.steps[step] = secs
             if rc is None:
@@ -610,7 +746,42 @@ class BuildCache:
         light = _EXT_H.sub("#include <torch/types.h>", as_written)
         if light != as_written:
             tiers.append(("torch/types.h", light))
-        return [*tiers, ("as written", as_written)]
+        tiers.append(("as written", as_written))
+        out = []
+        for tier, text in tiers:
+            split = hide_host_code_from_device_pass(text) if tier != "cuda only" else None
+            if split is not None:
+                out.append((f"{tier}, {HOST_ONLY_TIER}", split))
+            out.append((tier, text))
+        known = self._known_tier(spec)
+        names = [tier for tier, _ in out]
+        return out[names.index(known) :] if known in names else out
+
+    def _tier_file(self, spec: ExtensionSpec, root: Path) -> Path:
+        """Where the tier a .cu reached is noted: keyed by the .cu as written, its flags and
+        the toolchain (not the host binding), so a rebuild with another binding or name
+        skips the lighter tiers that failed."""
+        payload = [
+            spec.cuda_cu(),
+            spec.extra_cuda_cflags,
+            spec.extra_include_paths,
+            asdict(detect_toolchain(self.cuda_arch)),
+        ]
+        digest = hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
+        return root / "tiers" / digest
+
+    def _known_tier(self, spec: ExtensionSpec) -> str | None:
+        for root in (self.root, self.out):
+            with suppress(OSError):
+                return self._tier_file(spec, root).read_text()
+        return None
+
+    def _remember_tier(self, spec: ExtensionSpec, tier: str) -> None:
+        path = self._tier_file(spec, self.out)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        with suppress(OSError):
+            tmp.write_text(tier)
+            os.replace(tmp, path)
 
     def _ensure_pch(self, flags: _Flags, deadline: float) -> Path | BuildOutcome:
         """Precompiled torch/extension.h for exactly these host flags, built once under a lock."""
@@ -685,6 +856,41 @@ class BuildCache:
 _HEADER_ERROR = re.compile(r"error.*(torch|pybind11|PYBIND11|py::|at::|c10|TORCH_)", re.I)
 
 
+def tiers_after_failure(
+    tiers: list[tuple[str, str]], failed: str, text: str, log: str
+) -> list[tuple[str, str]]:
+    """The tiers still worth trying after tier ``failed`` (its .cu ``text``) failed with
+    ``log``. When the first error of a split text lies in its hidden part or in a torch
+    header, the host pass failed, which compiles the unsplit text of the same tier
+    identically, so that one is skipped; an error in the visible part may be the device
+    pass missing something hidden, so the unsplit text is tried."""
+    if not failed.endswith(HOST_ONLY_TIER):
+        return tiers
+    first = next((ln for ln in log.splitlines() if "error" in ln), "")
+    at = re.search(r"cuda\.cu[(:](\d+)", first)
+    if at:
+        host_pass = int(at.group(1)) in _hidden_lines(text)
+    else:
+        host_pass = bool(re.search(r"/(torch|ATen|c10|pybind11)/", first))
+    if not host_pass:
+        return tiers
+    same = failed.removesuffix(f", {HOST_ONLY_TIER}")
+    return [(tier, t) for tier, t in tiers if tier != same]
+
+
+def _hidden_lines(text: str) -> set[int]:
+    """Line numbers (from 1) inside the host-only guards of a split text."""
+    hidden, inside = set(), False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line == HOST_ONLY_GUARD:
+            inside = True
+        elif line == HOST_ONLY_END:
+            inside = False
+        elif inside:
+            hidden.add(number)
+    return hidden
+
+
 def _needs_more_headers(tier: str, result: tuple[int | None, str, float]) -> bool:
     """Whether a failed compile of a lighter .cu should be retried with the next tier.
 
@@ -694,7 +900,11 @@ def _needs_more_headers(tier: str, result: tuple[int | None, str, float]) -> boo
     rc, log, _ = result
     if rc in (0, None):
         return False
-    return tier in ("cuda only", "ATen ops") or bool(_HEADER_ERROR.search(log))
+    return (
+        tier in ("cuda only", "ATen ops")
+        or tier.endswith(HOST_ONLY_TIER)
+        or bool(_HEADER_ERROR.search(log))
+    )
 
 
 @functools.cache

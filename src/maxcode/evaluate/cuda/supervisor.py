@@ -42,6 +42,7 @@ from maxcode.evaluate.sandbox import (
     JAIL_TMPFS_MB,
     Confinement,
     carried_paths,
+    ensure_uvm_node,
     gpu_nodes_open_to_all,
     jail_child,
     uid_slot,
@@ -381,6 +382,10 @@ class GpuWorker:
                 self._uid = contextlib.ExitStack()
                 self._uid_value = self._uid.enter_context(uid_slot())
             writable = (self.job_root,) if self.job_root else ()
+            missing_node = ensure_uvm_node() if self.gpu is not None else ""
+            if missing_node and self.log_path:
+                with open(self.log_path, "a") as log:
+                    log.write(f"zygote: candidates may find no GPU: {missing_node}\n")
             for name in PRIVATE_CACHE_VARS:  # must exist: the zygote's root is read-only
                 if env.get(name):
                     Path(env[name]).mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,277 @@
+"""Which ``.cu`` header tier real LLM-written candidates reach, and what each attempt costs.
+
+For every ``load_inline`` call of the real one-shot generations under
+``$KB/runs/*/level_*_kernel.py`` (its arguments read from the file's syntax tree, the
+candidate's code is never run here), the build cache's tiers (``BuildCache._cuda_tiers``:
+"cuda only", "ATen ops", "torch/types.h", "as written") are tried in order with nvcc's front
+end only (``nvcc --cuda``: preprocessor and cudafe++, which parses and checks host and device
+code, the step where a missing declaration fails), confined as the evaluator's compilers are.
+The first tier accepted is the tier a build would reach (cicc can still reject a device-only
+construct later; a build of every candidate is ``bench_cuda_compile.py``'s job, too slow for
+hundreds of them on a small machine). Printed: the share per tier, the median front-end
+seconds of each tier, and the most common first errors of the tiers that failed.
+
+    python benchmarks/bench_cuda_header_tiers.py --limit 40 --arch 9.0 --out tiers.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import csv
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from maxcode.evaluate.cuda.build import (
+    HOST_ONLY_TIER,
+    NVCC_TIME_DIR_VAR,
+    BuildCache,
+    ExtensionSpec,
+    _needs_more_headers,
+    _run_parallel,
+    hide_host_code_from_device_pass,
+    tiers_after_failure,
+    torch_flags,
+    trim_log,
+)
+from maxcode.evaluate.sandbox import confinement
+
+_SPEC_ARGS = (
+    "name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags",
+    "extra_ldflags", "extra_include_paths", "no_implicit_headers",
+)  # fmt: skip
+
+
+def _value(node: ast.AST, names: dict[str, object]) -> object:
+    """A string, list of strings or name bound to one at module level; else ValueError."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str | bool):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if isinstance(node, ast.List):
+        return [_value(e, names) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        return {
+            _value(k, names): _value(v, names) for k, v in zip(node.keys, node.values, strict=True)
+        }  # type: ignore[arg-type]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _value(node.left, names), _value(node.right, names)
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+    raise ValueError(f"not a literal: {ast.unparse(node)[:60]}")
+
+
+def specs_in(source: str) -> list[ExtensionSpec]:
+    """The ``load_inline`` calls of a candidate whose arguments are literals or module-level
+    names bound to them (every real candidate here; others raise ValueError)."""
+    tree = ast.parse(source)
+    names: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                with contextlib.suppress(ValueError):
+                    names[target.id] = _value(node.value, names)
+    specs = []
+    for node in ast.walk(tree):
+        func = getattr(node, "func", None)
+        if (
+            isinstance(node, ast.Call)
+            and getattr(func, "id", getattr(func, "attr", "")) == "load_inline"
+        ):
+            kwargs = {k.arg: _value(k.value, names) for k in node.keywords if k.arg in _SPEC_ARGS}
+            specs.append(ExtensionSpec.from_load_inline(**kwargs))  # type: ignore[arg-type]
+    return specs
+
+
+def candidates(kb: Path, limit: int) -> list[tuple[str, ExtensionSpec]]:
+    """(label, spec) for the first ``limit`` load_inline calls, the runs interleaved."""
+    per_run = []
+    for run in sorted((kb / "runs").glob("*")):
+        found = []
+        for path in sorted(run.glob("level_*_kernel.py")):
+            try:
+                found += [(f"{run.name}/{path.name}", s) for s in specs_in(path.read_text())]
+            except (SyntaxError, ValueError) as err:
+                print(f"skipped {path}: {err}", file=sys.stderr)
+        per_run.append([f for f in found if f[1].with_cuda])
+    out: list[tuple[str, ExtensionSpec]] = []
+    while len(out) < limit and any(per_run):
+        for found in per_run:
+            if found and len(out) < limit:
+                out.append(found.pop(0))
+    if not out:
+        sys.exit(f"no load_inline candidates under {kb / 'runs'}; set --kb (or $KB)")
+    return out
+
+
+def reach(cache: BuildCache, spec: ExtensionSpec, root: Path, timeout_s: float) -> dict:
+    """Try the tiers in order with the front end only; the first accepted one is reached."""
+    flags = torch_flags(spec, cache.cuda_arch)
+    attempts: list[dict] = []
+    tiers = cache._cuda_tiers(spec)
+    while tiers:
+        tier, text = tiers.pop(0)
+        work = Path(tempfile.mkdtemp(dir=root))
+        (work / "cuda.cu").write_text(text)
+        cmd = [*flags.nvcc, *flags.cuda_cflags, "--cuda", "cuda.cu", "-o", "cuda.ii"]
+        with cache._confined(work):
+            rc, log, secs = _run_parallel(
+                {"front": [*cmd, *flags.cuda_post_cflags]}, work, time.monotonic() + timeout_s
+            )["front"]
+        first_error = "" if rc == 0 else trim_log(log or "timeout", work)[1]
+        attempts.append({"tier": tier, "ok": rc == 0, "seconds": secs, "error": first_error})
+        if rc == 0 or not _needs_more_headers(tier, (rc, log, secs)):
+            break  # as the build does: an error the next tier would repeat ends it
+        tiers = tiers_after_failure(tiers, tier, text, log or "")
+    reached = attempts[-1]["tier"]
+    missing = re.search(r"fatal error: (\S+): No such file", attempts[-1]["error"])
+    if not attempts[-1]["ok"]:  # a header this machine lacks (CPU torch has no c10/cuda) or a bug
+        reached = (
+            f"unknown here: {missing.group(1)} missing" if missing else "none: fails as written"
+        )
+    return {"reached": reached, "attempts": attempts}
+
+
+def _phases(csv_path: Path) -> dict[str, float]:
+    """Seconds per nvcc phase from an ``nvcc --time`` CSV."""
+    out: dict[str, float] = defaultdict(float)
+    with csv_path.open() as f:
+        rows = [[cell.strip() for cell in row] for row in csv.reader(f)]
+    for row in rows[1:]:
+        rec = dict(zip(rows[0], row, strict=False))
+        if rec.get("phase name") and rec.get("unit") == "ms":
+            out[rec["phase name"]] += float(rec["metric"]) / 1000.0
+    return dict(out)
+
+
+def _tool_output(cmd: list[str]) -> str:
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+
+def compile_both(cache: BuildCache, spec: ExtensionSpec, tier: str, root: Path) -> dict | None:
+    """The .cu of ``tier`` compiled to an object as it is and with its host code hidden from
+    the device pass, one after the other: seconds per nvcc phase of each, and whether the two
+    objects hold the same device code (PTX) and define the same symbols."""
+    text = dict(cache._cuda_tiers(spec)).get(tier)
+    split = hide_host_code_from_device_pass(text) if text else None
+    if split is None:
+        return None
+    flags = torch_flags(spec, cache.cuda_arch)
+    out: dict = {}
+    objects = {}
+    for variant, source in (("unsplit", text), ("split", split)):
+        work = Path(tempfile.mkdtemp(dir=root))
+        (work / "cuda.cu").write_text(source)
+        time_dir = work.parent / f"time-{work.name}"
+        time_dir.mkdir()
+        os.environ[NVCC_TIME_DIR_VAR] = str(time_dir)
+        cmd = [*flags.nvcc, *flags.cuda_cflags, "-c", "cuda.cu", "-o", "cuda.o", "--keep"]
+        with cache._confined(work):
+            rc, log, secs = _run_parallel(
+                {"cuda": [*cmd, *flags.cuda_post_cflags]}, work, time.monotonic() + 900
+            )["cuda"]
+        os.environ.pop(NVCC_TIME_DIR_VAR)
+        phases = {}
+        for csv_path in time_dir.glob("*.csv"):
+            phases = _phases(csv_path)
+        out[variant] = {"ok": rc == 0, "seconds": secs, "phases": phases}
+        if rc != 0:
+            out[variant]["error"] = trim_log(log or "timeout", work)[1]
+            return out
+        objects[variant] = work / "cuda.o"
+    ptx = {  # kept by --keep; comment lines name the build's files
+        v: [
+            ln
+            for ln in next(o.parent.glob("*.ptx")).read_text().splitlines()
+            if not ln.startswith("//")
+        ]
+        for v, o in objects.items()
+    }
+    out["same_ptx"] = ptx["split"] == ptx["unsplit"]
+    symbols = {v: _tool_output(["nm", "--defined-only", str(o)]) for v, o in objects.items()}
+    out["same_symbols"] = sorted(symbols["split"].split()) == sorted(symbols["unsplit"].split())
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kb", type=Path, default=Path(os.environ.get("KB", ".kb")))
+    ap.add_argument("--limit", type=int, default=40, help="load_inline calls (runs interleaved)")
+    ap.add_argument("--arch", default="9.0", help="GPU arch the flags are written for")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per front-end run")
+    ap.add_argument("--out", type=Path, help="write every record as JSON here")
+    ap.add_argument(
+        "--compile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also compile the first N candidates whose tier can be split, split and unsplit",
+    )
+    args = ap.parse_args()
+    items = candidates(args.kb, args.limit)
+    records = []
+    with tempfile.TemporaryDirectory(prefix="bench-tiers-") as tmp:
+        cache = BuildCache(Path(tmp) / "cache", args.arch, jail=confinement(Path(tmp)))
+        for i, (label, spec) in enumerate(items):
+            rec = {
+                "candidate": label,
+                "extension": spec.name,
+                **reach(cache, spec, Path(tmp), args.timeout),
+            }
+            records.append(rec)
+            tried = ", ".join(f"{a['tier']} {a['seconds']:.1f} s" for a in rec["attempts"])
+            print(f"[{i + 1}/{len(items)}] {label}: {rec['reached']} ({tried})", flush=True)
+            base = rec["reached"].removesuffix(f", {HOST_ONLY_TIER}")
+            compiled = sum("compile" in r for r in records)
+            if compiled < args.compile and base in dict(cache._cuda_tiers(spec)):
+                both = compile_both(cache, spec, base, Path(tmp))
+                if both is not None:
+                    rec["compile"] = both
+                    print(f"    compiled at {base}: {json.dumps(both)}", flush=True)
+            if args.out:
+                args.out.write_text(json.dumps(records, indent=1))
+    shares = Counter(r["reached"] for r in records)
+    print(
+        f"\n{len(records)} load_inline calls, {os.cpu_count()} cores, sandbox {cache.jail.level if cache.jail else 'none'}"
+    )
+    for tier, n in shares.most_common():
+        print(f"  reached {tier}: {n} ({100 * n / len(records):.0f}%)")
+    per_tier: dict[str, list[float]] = defaultdict(list)
+    errors: Counter = Counter()
+    for r in records:
+        for a in r["attempts"]:
+            per_tier[f"{a['tier']} {'ok' if a['ok'] else 'failed'}"].append(a["seconds"])
+            if not a["ok"]:
+                errors[(a["tier"], a["error"][:120])] += 1
+    for key, secs in sorted(per_tier.items()):
+        print(f"  front end {key}: median {statistics.median(secs):.1f} s over {len(secs)}")
+    for (tier, err), n in errors.most_common(12):
+        print(f"  {n}x {tier} failed: {err}")
+    pairs = [r["compile"] for r in records if "compile" in r and r["compile"]["split"]["ok"]]
+    if pairs:
+        print(f"\nnvcc -c, {len(pairs)} candidates, median seconds (unsplit -> split):")
+        for phase in sorted({p for r in pairs for p in r["unsplit"]["phases"]}):
+            before = statistics.median(r["unsplit"]["phases"].get(phase, 0.0) for r in pairs)
+            after = statistics.median(r["split"]["phases"].get(phase, 0.0) for r in pairs)
+            print(f"  {phase}: {before:.2f} -> {after:.2f}")
+        before = statistics.median(r["unsplit"]["seconds"] for r in pairs)
+        after = statistics.median(r["split"]["seconds"] for r in pairs)
+        print(f"  wall: {before:.1f} -> {after:.1f}")
+        print(
+            f"  same PTX: {sum(r['same_ptx'] for r in pairs)}/{len(pairs)}, "
+            f"same symbols: {sum(r['same_symbols'] for r in pairs)}/{len(pairs)}"
+        )
+
+
+if __name__ == "__main__":
+    main()
