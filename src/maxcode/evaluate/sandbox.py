@@ -486,13 +486,13 @@ def confinement(cache_dir: Path) -> Confinement:
     helper = str(build_helper(cache_dir))
     missing = _jail_probe(helper)
     if missing:
-        _say_once(f"candidate code runs WITHOUT a sandbox on this host: {missing}")
+        say_once(f"candidate code runs WITHOUT a sandbox on this host: {missing}")
         return Confinement(None, f"none: {missing}")
     return Confinement(helper, "full")
 
 
 @functools.cache
-def _say_once(message: str) -> None:
+def say_once(message: str) -> None:
     print(f"maxcode: {message}", file=sys.stderr)
 
 

@@ -33,6 +33,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -45,6 +46,7 @@ from maxcode.evaluate.sandbox import (
     ensure_uvm_node,
     gpu_nodes_open_to_all,
     jail_child,
+    say_once,
     uid_slot,
 )
 from maxcode.evaluate.scrub import allowed_env
@@ -152,7 +154,7 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
 
 def _jail_this_child(job_dir: Path) -> None:
     """The per-candidate sandbox steps, when the zygote runs confined (see module doc)."""
-    if os.environ.get("MAXCODE_ZYGOTE_JAILED") != "1":
+    if os.environ.get("MAXCODE_ZYGOTE_JAILED") != "1" or os.environ.get(NO_CHILD_JAIL):
         return
     uid = os.environ.get("MAXCODE_ZYGOTE_UID")
     keep = [p for p in os.environ.get("MAXCODE_ZYGOTE_KEEP", "").split(os.pathsep) if p]
@@ -165,12 +167,94 @@ def sandbox_level() -> str:
     """What the zygote's children run under (for every result)."""
     if os.environ.get("MAXCODE_ZYGOTE_JAILED") != "1":
         return os.environ.get("MAXCODE_ZYGOTE_SANDBOX", "none: not started by the sandbox launcher")
+    if os.environ.get(PARTIAL_WHY):
+        return f"partial: {os.environ[PARTIAL_WHY]}"
     if not os.environ.get("MAXCODE_ZYGOTE_UID"):
         return (
             "partial: candidates run as root inside their namespaces (the GPU device nodes "
             "are not open to other users, so no dedicated uid)"
         )
     return "full"
+
+
+# Set by the zygote when the GPU is unreachable under the full per-candidate jail (see
+# ``_settle_gpu_jail``): why the jail is weaker, and whether children skip ``jail_child``.
+PARTIAL_WHY = "MAXCODE_ZYGOTE_PARTIAL_WHY"
+NO_CHILD_JAIL = "MAXCODE_ZYGOTE_NO_CHILD_JAIL"
+
+
+def _gpu_reachable_in_child(with_uid: bool, child_jail: bool) -> str:
+    """Whether a forked child, jailed as given, can use the GPU: "" if so, else what failed
+    (the loader's own message for libcuda, which says *why* CUDA then reports no driver)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        why = ""
+        try:
+            if child_jail:
+                if not with_uid:
+                    os.environ.pop("MAXCODE_ZYGOTE_UID", None)
+                job = Path(tempfile.mkdtemp(prefix="gpu-probe-", dir=os.environ.get("TMPDIR")))
+                _jail_this_child(job)
+            import ctypes
+
+            try:
+                ctypes.CDLL("libcuda.so.1")
+            except OSError as err:
+                why = f"libcuda.so.1: {err}; "
+            import torch
+
+            torch.zeros(1, device="cuda").add_(1).item()
+            why = ""
+        except BaseException as err:
+            why += f"{type(err).__name__}: {str(err).strip()[:200]}"
+        os.write(write, why.encode()[:4000])
+        os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 4096):
+        chunks.append(chunk)
+    os.close(read)
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def _settle_gpu_jail() -> dict[str, str]:
+    """Before any candidate: the strongest per-candidate jail under which the GPU still works.
+
+    The full jail (own mount namespace, dedicated uid, no new privileges) can hide what a
+    driver needs on some hosts (CUDA then says "Found no NVIDIA driver"). Rather than fail
+    every candidate, the zygote steps down once, records why in the sandbox level of every
+    result, and says so in its log: children keep the jail but run as root; then children
+    run in the zygote's namespaces only; if even that fails, the parent restarts the zygote
+    unconfined (``gpu_unreachable``).
+    """
+    tried: dict[str, str] = {}
+    if os.environ.get("MAXCODE_ZYGOTE_UID"):
+        tried["dedicated uid"] = _gpu_reachable_in_child(with_uid=True, child_jail=True)
+        if not tried["dedicated uid"]:
+            return {}
+    tried["root in the child's namespaces"] = _gpu_reachable_in_child(False, child_jail=True)
+    if not tried["root in the child's namespaces"]:
+        os.environ.pop("MAXCODE_ZYGOTE_UID", None)
+        os.environ[PARTIAL_WHY] = (
+            "candidates run as root inside their namespaces: the GPU was unreachable as a "
+            f"dedicated uid ({tried.get('dedicated uid', '')})"
+        )
+        return {}
+    tried["the zygote's namespaces only"] = _gpu_reachable_in_child(False, child_jail=False)
+    if not tried["the zygote's namespaces only"]:
+        os.environ.pop("MAXCODE_ZYGOTE_UID", None)
+        os.environ[NO_CHILD_JAIL] = "1"
+        os.environ[PARTIAL_WHY] = (
+            "no per-candidate mount namespace or uid (read-only root, private /tmp, no network "
+            "and pid namespace of the zygote only): the GPU was unreachable under them ("
+            + "; ".join(f"{k}: {v}" for k, v in tried.items() if v)
+            + ")"
+        )
+        return {}
+    return tried
 
 
 class Watchdog:
@@ -264,7 +348,12 @@ def serve() -> None:
         raise RuntimeError(
             "CUDA was initialized in the zygote; forked children would inherit a broken context"
         )
-    hello: dict[str, Any] = {"ready": True, "pid": os.getpid(), "sandbox": sandbox_level()}
+    hello: dict[str, Any] = {"ready": True, "pid": os.getpid()}
+    if os.environ.get("MAXCODE_ZYGOTE_JAILED") == "1" and os.environ.get("CUDA_VISIBLE_DEVICES"):
+        unreachable = _settle_gpu_jail()
+        if unreachable:
+            hello["gpu_unreachable"] = "; ".join(f"{k}: {v}" for k, v in unreachable.items())
+    hello["sandbox"] = sandbox_level()
     optional = _names("MAXCODE_ZYGOTE_PRELOAD_OPTIONAL")
     for name in optional:
         try:
@@ -409,6 +498,17 @@ class GpuWorker:
         line = self._read_line(timeout_s=600)
         hello = json.loads(line) if line else {}
         self.sandbox = hello.get("sandbox", self.sandbox)
+        if hello.get("gpu_unreachable"):
+            self.stop()
+            self.jail = None
+            self.sandbox = (
+                f"none: the GPU is unreachable inside the sandbox ({hello['gpu_unreachable']})"
+            )
+            say_once(f"candidate code runs WITHOUT a sandbox: {self.sandbox[6:]}")
+            self.start()
+            return
+        if self.sandbox != "full":
+            say_once(f"GPU worker {self.gpu}: sandbox {self.sandbox}")
         if not hello.get("ready"):
             self.stop()
             raise WorkerDied(
