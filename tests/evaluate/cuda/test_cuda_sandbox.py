@@ -377,3 +377,22 @@ def test_missing_uvm_node_is_created_before_a_confined_candidate_needs_it(tmp_pa
     assert "nvidia-modprobe is not on PATH" in ensure_uvm_node(dev)
     (dev / "nvidiactl").unlink()
     assert ensure_uvm_node(dev) == ""  # no NVIDIA driver at all: nothing to do
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU host reaches its GPU")
+def test_a_gpu_unreachable_in_the_jail_steps_down_and_says_why(tmp_path):
+    """Where no jail lets a child reach the GPU (here: none at all), the worker does not fail
+    every candidate: it restarts unconfined and every result's sandbox level says why."""
+    jail = confinement(tmp_path)
+    (tmp_path / "runs").mkdir()
+    worker = GpuWorker("0", ("torch",), {}, tmp_path / "worker.log")
+    worker.jail, worker.job_root, worker.sandbox = jail, tmp_path / "runs", jail.level
+    worker.start()
+    try:
+        assert worker.jail is None
+        assert worker.sandbox.startswith("none: the GPU is unreachable inside the sandbox")
+        assert "dedicated uid: libcuda.so.1" in worker.sandbox
+        assert "the zygote's namespaces only" in worker.sandbox
+    finally:
+        worker.stop()

@@ -507,7 +507,7 @@ class GpuWorker:
             say_once(f"candidate code runs WITHOUT a sandbox: {self.sandbox[6:]}")
             self.start()
             return
-        if self.sandbox != "full":
+        if self.jail is not None and self.sandbox != "full":
             say_once(f"GPU worker {self.gpu}: sandbox {self.sandbox}")
         if not hello.get("ready"):
             self.stop()
