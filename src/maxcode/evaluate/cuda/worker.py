@@ -1219,7 +1219,10 @@ def _fingerprint(t: Any) -> tuple[Any, ...] | None:
     n = flat.numel()
     if n == 0:
         return (tuple(t.shape), t.dtype, None, 0.0)
-    index = torch.linspace(0, n - 1, steps=min(n, FINGERPRINT_SAMPLES), device=t.device).long()
+    steps = min(n, FINGERPRINT_SAMPLES)
+    # Integer arithmetic: a float32 linspace to n - 1 rounds past the end for n above 2**24
+    # (a device-side assert on every large output, seen on real KernelBench level 1 sizes).
+    index = torch.arange(steps, device=t.device, dtype=torch.int64) * (n - 1) // max(steps - 1, 1)
     total = 0.0
     for start in range(0, n, CHUNK_ELEMENTS):
         total += float(flat[start : start + CHUNK_ELEMENTS].double().nansum())
