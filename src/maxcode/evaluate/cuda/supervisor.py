@@ -410,6 +410,31 @@ def _probe(entry: str, timeout_s: float) -> str | None:
     return f"probe {entry} did not finish in {timeout_s:.0f} s"
 
 
+# Directories the launcher replaces with empty ones (see sandbox_helper.cpp).
+JAIL_COVERED_ROOTS = (Path("/run"), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+
+
+def driver_dirs_the_jail_covers() -> list[Path]:
+    """Where this host's CUDA driver library lives, when that is under a directory the jail
+    covers (some hosts mount the driver under ``/run``): kept visible, read-only."""
+    found: list[Path] = []
+    try:
+        listing = subprocess.run(
+            ["ldconfig", "-p"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        listing = ""
+    paths = [line.split("=>")[-1].strip() for line in listing.splitlines() if "libcuda.so" in line]
+    paths += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    for raw in paths:
+        for path in {Path(raw), Path(raw).resolve()}:
+            folder = path if path.is_dir() else path.parent
+            covered = any(folder.is_relative_to(r) for r in JAIL_COVERED_ROOTS)
+            if covered and folder.is_dir() and folder not in found:
+                found.append(folder)
+    return found
+
+
 class WorkerDied(RuntimeError):
     pass
 
@@ -484,7 +509,7 @@ class GpuWorker:
                 MAXCODE_ZYGOTE_KEEP=os.pathsep.join(carried_paths((*writable, *self.keep))),
                 MAXCODE_ZYGOTE_TMPFS_MB=str(JAIL_TMPFS_MB),
             )
-            argv = self.jail.wrap(argv, writable, self.keep)
+            argv = self.jail.wrap(argv, writable, (*self.keep, *driver_dirs_the_jail_covers()))
         stderr = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the process
         self.proc = subprocess.Popen(
             argv,
@@ -509,6 +534,13 @@ class GpuWorker:
             return
         if self.jail is not None and self.sandbox != "full":
             say_once(f"GPU worker {self.gpu}: sandbox {self.sandbox}")
+        if not hello.get("ready") and self.jail is not None and self.jail.helper is not None:
+            self.stop()
+            self.jail = None
+            self.sandbox = "none: the sandboxed GPU worker did not start (see its log)"
+            say_once(f"candidate code runs WITHOUT a sandbox: {self.sandbox[6:]} {self.log_path}")
+            self.start()
+            return
         if not hello.get("ready"):
             self.stop()
             raise WorkerDied(
