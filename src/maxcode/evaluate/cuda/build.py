@@ -15,7 +15,10 @@ concurrent candidates with the same extension name overwrite each other. Here:
   source that never names torch), ATen's ``Tensor`` class plus the headers of exactly the
   ``torch::``/``at::`` functions it calls (about half the nvcc time of ``torch/types.h``,
   which declares every op), ``torch/types.h``, the text as written; host and device compiles
-  run in parallel;
+  run in parallel; the tier a .cu reached is remembered per .cu text;
+* each torch tier is first tried with the host code (torch includes, host functions) under
+  ``#ifndef __CUDA_ARCH__``: nvcc's device pass (cicc) then never parses torch, while the
+  host pass compiles the text unchanged (see :func:`hide_host_code_from_device_pass`);
 * deterministic compiler errors are cached too (trimmed, with the first error line), so
   an identical broken candidate costs nothing the second time; timeouts are not cached.
 
