@@ -93,6 +93,7 @@ _NOT_SPLIT = re.compile(
     r"\btemplate\b|\bnamespace\s*(?!torch\s*\{)\w*\s*\{|\bclass\b|\bextern\s*\"C\"\s*\{"
 )  # namespace torch {...}: the "ATen ops" tier's own aliases, host code
 _TORCH_INCLUDE = re.compile(r"#\s*include\s*[<\"](torch|ATen|c10|pybind11)/")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _ONLY_COMMENTS = re.compile(r"\s*(?://[^\n]*\s*|/\*.*?\*/\s*)*", re.S)
 HOST_ONLY_TIER = "host code hidden from the device pass"  # suffix of a tier's name
 HOST_ONLY_GUARD = "#ifndef __CUDA_ARCH__  // maxcode: host code, not parsed by the device pass"
@@ -156,7 +157,7 @@ def _top_level_items(text: str) -> list[str] | None:
             if depth < 0:
                 return None
             if depth == 0:  # a definition ends here; a type or an initializer runs to ';'
-                head = text[start:i].split("{", 1)[0]
+                head = _COMMENT.sub("", text[start:i]).split("{", 1)[0]
                 if not re.search(r"\b(struct|union|enum)\b|=", head):
                     items.append(text[start:i])
                     start = i
@@ -196,7 +197,7 @@ def hide_host_code_from_device_pass(text: str) -> str | None:
         if code.startswith("#"):
             host = bool(_TORCH_INCLUDE.match(code))
         else:
-            head = item.split("{", 1)[0]
+            head = _COMMENT.sub("", item).split("{", 1)[0]
             device = bool(_DEVICE_QUALIFIER.search(head))
             is_function = (
                 "{" in item and "(" in head and not re.search(r"\b(struct|union|enum)\b|=", head)
