@@ -217,6 +217,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kb", type=Path, default=Path(os.environ.get("KB", ".kb")))
     ap.add_argument("--limit", type=int, default=40, help="load_inline calls (runs interleaved)")
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first N of them")
     ap.add_argument("--arch", default="9.0", help="GPU arch the flags are written for")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per front-end run")
     ap.add_argument("--out", type=Path, help="write every record as JSON here")
@@ -228,7 +229,7 @@ def main() -> None:
         help="also compile the first N candidates whose tier can be split, split and unsplit",
     )
     args = ap.parse_args()
-    items = candidates(args.kb, args.limit)
+    items = candidates(args.kb, args.skip + args.limit)[args.skip :]
     records = []
     with tempfile.TemporaryDirectory(prefix="bench-tiers-") as tmp:
         cache = BuildCache(Path(tmp) / "cache", args.arch, jail=confinement(Path(tmp)))
