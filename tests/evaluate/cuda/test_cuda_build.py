@@ -422,24 +422,28 @@ def test_sources_the_split_cannot_handle_are_left_alone(source):
     assert hide_host_code_from_device_pass(source) is None
 
 
-def test_a_host_pass_error_skips_the_unsplit_text_of_the_same_tier():
+def test_a_split_failure_skips_the_unsplit_twin_when_it_would_fail_alike():
     text = hide_host_code_from_device_pass(SPLIT_SOURCE)
     lines = text.splitlines()
     host_line = 1 + next(i for i, ln in enumerate(lines) if "TORCH_CHECK" in ln)
     kernel_line = 1 + next(i for i, ln in enumerate(lines) if "twice(x[i])" in ln)
     tiers = [("ATen ops", "a"), (f"torch/types.h, {HOST_ONLY_TIER}", "b"), ("torch/types.h", "c")]
-    failed = f"ATen ops, {HOST_ONLY_TIER}"
 
-    def after(log: str) -> list[str]:
+    def after(log: str, failed: str = f"ATen ops, {HOST_ONLY_TIER}") -> list[str]:
         return [t for t, _ in tiers_after_failure(tiers, failed, text, log)]
 
     skipped = [f"torch/types.h, {HOST_ONLY_TIER}", "torch/types.h"]
+    # the host pass failed (hidden line, torch header): the unsplit text would too
     assert after(f'cuda.cu({host_line}): error: no operator "/" matches these operands') == skipped
     assert after("/x/torch/include/ATen/core/TensorBody.h:10:3: error: ...") == skipped
-    assert after(f'cuda.cu({kernel_line}): error: identifier "kBlock" is undefined') == [
-        "ATen ops",
-        *skipped,
-    ]
+    # a kernel bug the hidden part cannot explain: skipped too
+    assert after(f'cuda.cu({kernel_line}): error: identifier "kBlock" is undefined') == skipped
+    # the device pass missed something the hidden part has: the unsplit twin comes next
+    missing = f'cuda.cu({kernel_line}): error: identifier "empty_like" is undefined'
+    assert after(missing) == ["ATen ops", *skipped]
+    # past torch/types.h only errors naming torch go on, as for the unsplit tier
+    kernel_bug = f'cuda.cu({kernel_line}): error: identifier "kBlock" is undefined'
+    assert after(kernel_bug, failed=f"torch/types.h, {HOST_ONLY_TIER}") == []
     assert tiers_after_failure(tiers, "ATen ops", text, "cuda.cu(3): error") == tiers
 
 

@@ -864,22 +864,32 @@ def tiers_after_failure(
     tiers: list[tuple[str, str]], failed: str, text: str, log: str
 ) -> list[tuple[str, str]]:
     """The tiers still worth trying after tier ``failed`` (its .cu ``text``) failed with
-    ``log``. When the first error of a split text lies in its hidden part or in a torch
-    header, the host pass failed, which compiles the unsplit text of the same tier
-    identically, so that one is skipped; an error in the visible part may be the device
-    pass missing something hidden, so the unsplit text is tried."""
-    if not failed.endswith(HOST_ONLY_TIER):
-        return tiers
-    first = next((ln for ln in log.splitlines() if "error" in ln), "")
-    at = re.search(r"cuda\.cu[(:](\d+)", first)
-    if at:
-        host_pass = int(at.group(1)) in _hidden_lines(text)
-    else:
-        host_pass = bool(re.search(r"/(torch|ATen|c10|pybind11)/", first))
-    if not host_pass:
+    ``log``. The unsplit twin of a split text is skipped when it would fail the same way
+    (:func:`_twin_repeats`); the tiers after it then follow the unsplit tier's rule."""
+    if not failed.endswith(HOST_ONLY_TIER) or not _twin_repeats(text, log):
         return tiers
     same = failed.removesuffix(f", {HOST_ONLY_TIER}")
+    if not _needs_more_headers(same, (1, log, 0.0)):
+        return []
     return [(tier, t) for tier, t in tiers if tier != same]
+
+
+def _twin_repeats(text: str, log: str) -> bool:
+    """Whether the unsplit text would fail as the split ``text`` did: its first error lies
+    in the hidden part or in a torch header (the host pass, which compiles both texts alike),
+    or names an undefined identifier that the hidden part does not mention either."""
+    first = next((ln for ln in log.splitlines() if "error" in ln), "")
+    at = re.search(r"cuda\.cu[(:](\d+)", first)
+    if at is None:
+        return bool(re.search(r"/(torch|ATen|c10|pybind11)/", first))
+    hidden = _hidden_lines(text)
+    if int(at.group(1)) in hidden:
+        return True
+    undefined = re.search(r'identifier "(\w+)" is undefined', first)
+    if undefined is None:
+        return False
+    hidden_text = "\n".join(ln for n, ln in enumerate(text.splitlines(), 1) if n in hidden)
+    return re.search(rf"\b{undefined.group(1)}\b", hidden_text) is None
 
 
 def _hidden_lines(text: str) -> set[int]:
