@@ -11,7 +11,7 @@ construct later; a build of every candidate is ``bench_cuda_compile.py``'s job, 
 hundreds of them on a small machine). Printed: the share per tier, the median front-end
 seconds of each tier, and the most common first errors of the tiers that failed.
 
-    python benchmarks/bench_cuda_header_tiers.py --limit 40 --arch 9.0 --out tiers.json
+    python benchmarks/bench_cuda_header_tiers.py --limit 40 --jobs 2 --arch 9.0 --out tiers.json
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from maxcode.evaluate.cuda.build import (
@@ -218,6 +219,7 @@ def main() -> None:
     ap.add_argument("--kb", type=Path, default=Path(os.environ.get("KB", ".kb")))
     ap.add_argument("--limit", type=int, default=40, help="load_inline calls (runs interleaved)")
     ap.add_argument("--skip", type=int, default=0, help="leave out the first N of them")
+    ap.add_argument("--jobs", type=int, default=1, help="front-end runs at once")
     ap.add_argument("--arch", default="9.0", help="GPU arch the flags are written for")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per front-end run")
     ap.add_argument("--out", type=Path, help="write every record as JSON here")
@@ -230,27 +232,30 @@ def main() -> None:
     )
     args = ap.parse_args()
     items = candidates(args.kb, args.skip + args.limit)[args.skip :]
-    records = []
     with tempfile.TemporaryDirectory(prefix="bench-tiers-") as tmp:
         cache = BuildCache(Path(tmp) / "cache", args.arch, jail=confinement(Path(tmp)))
-        for i, (label, spec) in enumerate(items):
-            rec = {
-                "candidate": label,
-                "extension": spec.name,
-                **reach(cache, spec, Path(tmp), args.timeout),
-            }
-            records.append(rec)
+
+        def one(item: tuple[str, ExtensionSpec]) -> dict:
+            label, spec = item
+            rec = {"candidate": label, "extension": spec.name}
+            rec.update(reach(cache, spec, Path(tmp), args.timeout))
             tried = ", ".join(f"{a['tier']} {a['seconds']:.1f} s" for a in rec["attempts"])
-            print(f"[{i + 1}/{len(items)}] {label}: {rec['reached']} ({tried})", flush=True)
+            print(f"{label}: {rec['reached']} ({tried})", flush=True)
+            return rec
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            records = list(pool.map(one, items))
+        # then, one at a time (the nvcc phase files are collected per process)
+        for rec, (_, spec) in zip(records, items, strict=True):
             base = rec["reached"].removesuffix(f", {HOST_ONLY_TIER}")
             compiled = sum("compile" in r for r in records)
             if compiled < args.compile and base in dict(cache._cuda_tiers(spec)):
                 both = compile_both(cache, spec, base, Path(tmp))
                 if both is not None:
                     rec["compile"] = both
-                    print(f"    compiled at {base}: {json.dumps(both)}", flush=True)
-            if args.out:
-                args.out.write_text(json.dumps(records, indent=1))
+                    print(f"    {rec['candidate']} at {base}: {json.dumps(both)}", flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(records, indent=1))
     shares = Counter(r["reached"] for r in records)
     print(
         f"\n{len(records)} load_inline calls, {os.cpu_count()} cores, sandbox {cache.jail.level if cache.jail else 'none'}"
