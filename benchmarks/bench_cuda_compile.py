@@ -11,7 +11,9 @@ for, exactly as in an evaluation. Variants (the baseline is measured in the same
   header, the sources as written, ``-gencode`` for the GPU's arch plus its PTX (torch's
   default arch list with a GPU visible is the device's arch with ``+PTX``);
 * ``ours``: the build cache's defaults (precompiled ``torch/extension.h`` for the host
-  binding, the lightest header tier that compiles for the ``.cu``, one ``-gencode``).
+  binding, the lightest header tier that compiles for the ``.cu``, its host code hidden from
+  nvcc's device pass where that is safe, one ``-gencode``). The split alone, unsplit against
+  split on the same candidates, is measured by ``bench_cuda_header_tiers.py --compile``.
 
 Printed per variant: median and max compile wall per candidate (compile job start to last
 build, PCH included for those that waited for it), the median seconds of each build step

@@ -15,7 +15,10 @@ concurrent candidates with the same extension name overwrite each other. Here:
   source that never names torch), ATen's ``Tensor`` class plus the headers of exactly the
   ``torch::``/``at::`` functions it calls (about half the nvcc time of ``torch/types.h``,
   which declares every op), ``torch/types.h``, the text as written; host and device compiles
-  run in parallel;
+  run in parallel; the tier a .cu reached is remembered per .cu text;
+* each torch tier is first tried with the host code (torch includes, host functions) under
+  ``#ifndef __CUDA_ARCH__``: nvcc's device pass (cicc) then never parses torch, while the
+  host pass compiles the text unchanged (see :func:`hide_host_code_from_device_pass`);
 * deterministic compiler errors are cached too (trimmed, with the first error line), so
   an identical broken candidate costs nothing the second time; timeouts are not cached.
 
@@ -90,6 +93,7 @@ _NOT_SPLIT = re.compile(
     r"\btemplate\b|\bnamespace\s*(?!torch\s*\{)\w*\s*\{|\bclass\b|\bextern\s*\"C\"\s*\{"
 )  # namespace torch {...}: the "ATen ops" tier's own aliases, host code
 _TORCH_INCLUDE = re.compile(r"#\s*include\s*[<\"](torch|ATen|c10|pybind11)/")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _ONLY_COMMENTS = re.compile(r"\s*(?://[^\n]*\s*|/\*.*?\*/\s*)*", re.S)
 HOST_ONLY_TIER = "host code hidden from the device pass"  # suffix of a tier's name
 HOST_ONLY_GUARD = "#ifndef __CUDA_ARCH__  // maxcode: host code, not parsed by the device pass"
@@ -153,7 +157,7 @@ def _top_level_items(text: str) -> list[str] | None:
             if depth < 0:
                 return None
             if depth == 0:  # a definition ends here; a type or an initializer runs to ';'
-                head = text[start:i].split("{", 1)[0]
+                head = _COMMENT.sub("", text[start:i]).split("{", 1)[0]
                 if not re.search(r"\b(struct|union|enum)\b|=", head):
                     items.append(text[start:i])
                     start = i
@@ -193,7 +197,7 @@ def hide_host_code_from_device_pass(text: str) -> str | None:
         if code.startswith("#"):
             host = bool(_TORCH_INCLUDE.match(code))
         else:
-            head = item.split("{", 1)[0]
+            head = _COMMENT.sub("", item).split("{", 1)[0]
             device = bool(_DEVICE_QUALIFIER.search(head))
             is_function = (
                 "{" in item and "(" in head and not re.search(r"\b(struct|union|enum)\b|=", head)
@@ -860,22 +864,27 @@ def tiers_after_failure(
     tiers: list[tuple[str, str]], failed: str, text: str, log: str
 ) -> list[tuple[str, str]]:
     """The tiers still worth trying after tier ``failed`` (its .cu ``text``) failed with
-    ``log``. When the first error of a split text lies in its hidden part or in a torch
-    header, the host pass failed, which compiles the unsplit text of the same tier
-    identically, so that one is skipped; an error in the visible part may be the device
-    pass missing something hidden, so the unsplit text is tried."""
-    if not failed.endswith(HOST_ONLY_TIER):
-        return tiers
-    first = next((ln for ln in log.splitlines() if "error" in ln), "")
-    at = re.search(r"cuda\.cu[(:](\d+)", first)
-    if at:
-        host_pass = int(at.group(1)) in _hidden_lines(text)
-    else:
-        host_pass = bool(re.search(r"/(torch|ATen|c10|pybind11)/", first))
-    if not host_pass:
+    ``log``. The unsplit twin of a split text is skipped when it would fail the same way
+    (:func:`_twin_repeats`); the tiers after it then follow the unsplit tier's rule."""
+    if not failed.endswith(HOST_ONLY_TIER) or not _twin_repeats(text, log):
         return tiers
     same = failed.removesuffix(f", {HOST_ONLY_TIER}")
+    if not _needs_more_headers(same, (1, log, 0.0)):
+        return []
     return [(tier, t) for tier, t in tiers if tier != same]
+
+
+def _twin_repeats(text: str, log: str) -> bool:
+    """Whether the unsplit text would fail as the split ``text`` did: its first error lies
+    in the hidden part or in a torch header, so the host pass failed, which compiles both
+    texts alike. An error in the visible part may be the device pass missing a declaration
+    that torch's headers brought (``__half`` through c10, say): the twin is tried. nvcc runs
+    the device pass first, so that failure costs about a second, without torch to parse."""
+    first = next((ln for ln in log.splitlines() if "error" in ln), "")
+    at = re.search(r"cuda\.cu[(:](\d+)", first)
+    if at is None:
+        return bool(re.search(r"/(torch|ATen|c10|pybind11)/", first))
+    return int(at.group(1)) in _hidden_lines(text)
 
 
 def _hidden_lines(text: str) -> set[int]:
