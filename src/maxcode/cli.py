@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from maxcode.search.config import ConfigError
-from maxcode.tasks.model import TaskFormatError
+from maxcode.errors import ConfigError, TaskFormatError
 
 app = typer.Typer(
     help="maxcode: max-reward inference-time search for code optimization (MaxCode, KernelCompare).",

@@ -12,7 +12,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from maxcode.search.config import ConfigError, MethodConfig, method_from_params
+from maxcode.errors import ConfigError
+from maxcode.search.config import MethodConfig, method_from_params
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "params.schema.yaml"
 
@@ -50,8 +51,8 @@ def validate_params(params: object, source: str = "params.yaml") -> None:
     if errors:
         raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errors[:5]))
     assert isinstance(params, dict)
+    from maxcode.errors import LLMConfigError
     from maxcode.llm.config import llm_config_from_dict
-    from maxcode.llm.errors import LLMConfigError
 
     try:
         llm_config_from_dict(params["llm"])

@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from maxcode.config import r2g_configs, resolve_methods, validate_params
+from maxcode.errors import ConfigError, TaskFormatError
 from maxcode.records import provenance, read_jsonl
-from maxcode.search.config import ConfigError, MethodConfig
-from maxcode.tasks.model import Task, TaskFormatError, read_tasks_jsonl, write_tasks_jsonl
+from maxcode.search.config import MethodConfig
+from maxcode.tasks.model import Task, read_tasks_jsonl, write_tasks_jsonl
 
 BUILTIN_CPP_DIR = Path(__file__).parent / "tasks" / "builtin_cpp"
 TABLE_NAMES = ("main", "ablation", "rerank", "budget")

@@ -1,7 +1,7 @@
 import pytest
 
+from maxcode.errors import BudgetExceeded
 from maxcode.llm.cache import ResponseCache
-from maxcode.llm.errors import BudgetExceeded
 
 from .helpers import client_for
 

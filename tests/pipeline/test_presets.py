@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from maxcode.config import load_params
+from maxcode.errors import ConfigError
 from maxcode.pipeline import PipelinePlan, build_suite
-from maxcode.search.config import ConfigError
 from maxcode.tasks.model import read_tasks_jsonl
 
 from .conftest import REPO, make_workdir, snakemake
@@ -162,6 +162,7 @@ def test_cuda_suite_keys_are_checked(tmp_path):
     params = preset("gpu")
     params["evaluation"]["cuda"] = {"timing_trails": 3}
     with pytest.raises(
-        ConfigError, match=r"evaluation\.cuda: unknown CUDA evaluator key.*timing_trails"
+        ConfigError,
+        match=r"evaluation\.cuda: unknown key.*timing_trails.*did you mean 'timing_trials'",
     ):
         PipelinePlan.from_config(params)

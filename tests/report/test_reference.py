@@ -11,19 +11,18 @@ import pytest
 import yaml
 
 from maxcode.config import validate_params
+from maxcode.errors import ConfigError, ReferenceFormatError
 from maxcode.evaluate.result import EvalResult, Status, Timing
 from maxcode.kernelcompare.table import COLUMNS as KC_COLUMNS
 from maxcode.kernelcompare.table import load_rows, write_tables
 from maxcode.report.reference import (
     REFERENCE_PREFIX,
-    ReferenceFormatError,
     check_suite_benchmarks,
     kernelcompare_context,
     load_reference,
 )
 from maxcode.report.runs import read_runs
 from maxcode.report.tables import method_table, write_all
-from maxcode.search.config import ConfigError
 
 from .test_tables import rollouts  # noqa: F401  (the fixture)
 

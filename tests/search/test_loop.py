@@ -174,7 +174,7 @@ def test_missing_critic_is_a_clear_error(task, tmp_path):
 
 
 def test_llm_budget_exceeded_ends_the_run_cleanly(task, tmp_path):
-    from maxcode.llm.errors import BudgetExceeded
+    from maxcode.errors import BudgetExceeded
 
     class SpendingPolicy(ScriptedPolicy):
         def propose(self, obs, k, rng):

@@ -33,6 +33,7 @@ from pathlib import Path
 from maxcode.evaluate.compile import PIE_FLAGS, Compiler
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
 from maxcode.evaluate.sandbox import Limits, RunOutcome, Sandbox, cpu_slot
+from maxcode.loader import load
 from maxcode.records import atomic_write_json
 from maxcode.tasks.model import Task, TestCase
 
@@ -136,13 +137,9 @@ class CppEvalConfig:
             )
 
     @classmethod
-    def from_dict(cls, d: dict) -> CppEvalConfig:
-        """Strict: an unknown key is an error that lists the known ones."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown CppEvalConfig keys {unknown}; known keys: {sorted(known)}")
-        return cls(**d)
+    def from_dict(cls, d: dict | None, where: str = "evaluation.cpp") -> CppEvalConfig:
+        """Through the one strict loader: a bad key or value names its key path."""
+        return load(cls, d, where)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import tree_sitter
 
+from maxcode.errors import ConfigError
 from maxcode.kernelcompare.cudaparse import isolate, parse
 from maxcode.kernelcompare.techniques import features
-from maxcode.search.config import ConfigError
 
 ARITHMETIC = {
     "float": "float",

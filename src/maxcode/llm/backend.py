@@ -10,8 +10,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 
+from maxcode.errors import LLMConfigError
 from maxcode.llm.config import RoleConfig
-from maxcode.llm.errors import LLMConfigError
 from maxcode.llm.usage import Usage
 
 

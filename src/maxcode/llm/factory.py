@@ -12,11 +12,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from maxcode.errors import LLMConfigError
 from maxcode.llm.backend import create_backend
 from maxcode.llm.cache import ResponseCache
 from maxcode.llm.client import BudgetTracker, LLMClient
 from maxcode.llm.config import RoleConfig, role_config_from_dict
-from maxcode.llm.errors import LLMConfigError
 from maxcode.search.types import Critic, Policy
 
 CACHE_FILE = "llm_responses.sqlite"

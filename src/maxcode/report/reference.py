@@ -15,15 +15,11 @@ from pathlib import Path
 
 import yaml
 
-from maxcode.search.config import ConfigError
+from maxcode.errors import ReferenceFormatError
 
 REFERENCE_PREFIX = "reference: "
 _ENTRY_FIELDS = {"table", "method", "benchmark", "column", "value", "source", "note"}
 _SOURCE_FIELDS = {"title", "cite", "where", "setup"}
-
-
-class ReferenceFormatError(ConfigError):
-    """The reference file is malformed; the message names the file, entry and field."""
 
 
 @dataclass(frozen=True)

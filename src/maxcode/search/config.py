@@ -6,15 +6,14 @@ only in these fields; ``params.yaml`` names them under ``methods:``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field
+
+from maxcode.errors import ConfigError
+from maxcode.loader import load, merge
 
 TRAJECTORY_MODES = ("all", "best_per_step", "last", "none")
 RERANK_MODES = ("none", "model", "random")
-
-
-class ConfigError(ValueError):
-    """A parameter is missing or out of range; the message names it and the fix."""
+SHARED_KEYS = ("depth", "k", "gamma", "target_speedup")  # search: defaults every method inherits
 
 
 @dataclass(frozen=True)
@@ -95,27 +94,17 @@ class MethodConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> MethodConfig:
+        """A method as ``to_dict`` wrote it, through the one strict loader."""
         d = dict(d)
-        return cls(**{**d, "budget": Budget(**d.get("budget", {}))})
+        name = d.pop("name", "")
+        return load(cls, d, f"methods.{name}", name=name)
 
 
-def method_from_params(name: str, search: dict, override: dict) -> MethodConfig:
+def method_from_params(name: str, search: dict, override: dict | None) -> MethodConfig:
     """Method = the shared ``search:`` defaults overlaid with its ``methods.<name>`` entry."""
-    merged: dict[str, Any] = {
-        key: search[key] for key in ("depth", "k", "gamma", "target_speedup") if key in search
-    }
-    merged.update(override)
-    known = {f.name for f in fields(MethodConfig)}
-    unknown = set(merged) - known
-    if unknown:
-        raise ConfigError(
-            f"methods.{name}: unknown key(s) {sorted(unknown)}; allowed: {sorted(known - {'name'})}"
-        )
-    budget = {**search.get("budget", {}), **merged.pop("budget", {})}
-    budget_known = {f.name for f in fields(Budget)}
-    if set(budget) - budget_known:
-        raise ConfigError(
-            f"methods.{name}.budget: unknown key(s) {sorted(set(budget) - budget_known)}; "
-            f"allowed: {sorted(budget_known)}"
-        )
-    return MethodConfig(name=name, budget=Budget(**budget), **merged)
+    if override is not None and not isinstance(override, dict):
+        raise ConfigError(f"methods.{name}: expected a mapping, got {override!r}")
+    shared = {key: search[key] for key in SHARED_KEYS if key in search}
+    if "budget" in search:
+        shared["budget"] = search["budget"]
+    return load(MethodConfig, merge(shared, override or {}), f"methods.{name}", name=name)

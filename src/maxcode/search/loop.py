@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from maxcode.errors import BudgetExhausted
 from maxcode.evaluate.result import EvalResult, Status, reward_of
 from maxcode.llm.usage import Usage
 from maxcode.records import JsonlWriter, atomic_write_text, read_jsonl, sha256_text
@@ -24,7 +25,6 @@ from maxcode.search.observation import build_observation, observation_summary
 from maxcode.search.returns import step_returns
 from maxcode.search.types import (
     Attempt,
-    BudgetExhausted,
     Critic,
     Critique,
     Evaluator,

@@ -15,10 +15,6 @@ from maxcode.llm.usage import Usage
 from maxcode.tasks.model import Task
 
 
-class BudgetExhausted(Exception):
-    """A part (an LLM backend, an evaluator) reached a hard budget; the loop stops cleanly."""
-
-
 @dataclass
 class Critique:
     text: str

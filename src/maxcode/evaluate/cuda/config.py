@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from maxcode.loader import load
+
 SEVERITIES = ("error", "warn", "off")
 
 
@@ -181,15 +183,9 @@ class CudaEvalConfig:
         return self.compile_workers or os.cpu_count() or 1
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], origin: str = "config") -> CudaEvalConfig:
-        """Strict: an unknown key is an error naming the key and the known ones."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(
-                f"{origin}: unknown CUDA evaluator key(s) {unknown}; known: {sorted(known)}"
-            )
-        return cls(**d)
+    def from_dict(cls, d: dict[str, Any] | None, origin: str = "evaluation.cuda") -> CudaEvalConfig:
+        """Through the one strict loader: a bad key or value names its key path."""
+        return load(cls, d, origin)
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
