@@ -38,6 +38,11 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/kernelcompare.smk"
 
 
+# A finished run leaves no copies of published rollouts in results/.inflight/.
+onsuccess:
+    clean_inflight()
+
+
 rule all:
     default_target: True
     input:

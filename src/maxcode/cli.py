@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 
-from maxcode.errors import ConfigError, TaskFormatError
+from maxcode.errors import ConfigError, TaskFormatError, UserError
+from maxcode.params import load_params
+from maxcode.pipeline import ROLLOUT, SUITE_DIR, PipelinePlan, build_suite, run_rollout
 
 app = typer.Typer(
     help="maxcode: max-reward inference-time search for code optimization (MaxCode, KernelCompare).",
@@ -28,12 +31,9 @@ def _fail(err: Exception) -> None:
 
 @app.command("check-params")
 def check_params(params: ParamsOpt = Path("params.yaml")) -> None:
-    """Validate params.yaml against the schema and list the jobs it implies."""
-    from maxcode.config import load_params
-    from maxcode.pipeline import PipelinePlan
-
+    """Validate params.yaml (every block, strictly) and list the jobs it implies."""
     try:
-        plan = PipelinePlan.from_config(load_params(params))
+        plan = PipelinePlan.from_params(load_params(params))
     except (ConfigError, TaskFormatError) as err:
         _fail(err)
     typer.echo(f"{params}: valid")
@@ -52,13 +52,13 @@ def build_suite_cmd(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Build one suite's tasks.jsonl and PIE-layout tests."""
-    from maxcode.config import load_params
-    from maxcode.pipeline import build_suite
-
     try:
-        cfg = load_params(params)["suites"][suite]
-    except KeyError:
-        _fail(ConfigError(f"{params}: no suite {suite!r} under `suites:`"))
+        suites = load_params(params).suites
+        if suite not in suites:
+            raise ConfigError(f"{params}: no suite {suite!r} under `suites:`")
+    except ConfigError as err:
+        _fail(err)
+    cfg = suites[suite]
     out = Path(str(out).replace("SUITE", suite))
     tasks = build_suite(suite, cfg, out)
     typer.echo(f"{len(tasks)} tasks -> {out}")
@@ -79,30 +79,27 @@ def rollout_cmd(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Run (or resume) one task x method x seed search, exactly as the pipeline does."""
-    from maxcode.config import load_params
-    from maxcode.pipeline import PipelinePlan, run_rollout
-
     try:
-        cfg = load_params(params)
-        plan = PipelinePlan.from_config(cfg)
+        raw = yaml.safe_load(params.read_text()) if params.is_file() else None
+        plan = PipelinePlan.from_params(load_params(params))
         if method not in plan.methods:
             raise ConfigError(f"unknown method {method!r}; defined: {sorted(plan.methods)}")
     except (ConfigError, TaskFormatError) as err:
         _fail(err)
     stage = plan.stage_of(method)
-    out = out or Path(f"results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl")
+    out = out or Path(ROLLOUT.format(stage=stage, suite=suite, method=method, task=task, seed=seed))
     end = run_rollout(
-        suite_dir=Path(f"data/suites/{suite}"),
+        suite_dir=Path(SUITE_DIR.format(suite=suite)),
         task_id=task,
         method=plan.methods[method].to_dict(),
         seed=seed,
-        llm=cfg["llm"],
-        evaluation=cfg["evaluation"],
+        llm=raw["llm"],
+        evaluation=raw["evaluation"],
         inflight=out.parent / f".{out.name}.inflight",
         output=out,
         cache_dir=Path(".cache"),
         model_dir=model,
-        params=cfg,
+        params=raw,
     )
     typer.echo(
         json.dumps(
@@ -203,3 +200,12 @@ def _mount_subcommands() -> None:
 
 
 _mount_subcommands()
+
+
+def main() -> None:
+    """The console entry point: bad input (a file, flag or key) is one line and exit code 2."""
+    try:
+        app()
+    except UserError as err:
+        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+        raise SystemExit(2) from None

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maxcode.config import load_params
 from maxcode.errors import ConfigError
+from maxcode.params import load_params, load_suite
 from maxcode.pipeline import PipelinePlan, build_suite
 from maxcode.tasks.model import read_tasks_jsonl
 
@@ -143,7 +143,11 @@ def test_paper_preset_plans_on_checkouts(tmp_path):
     assert params["r2g"]["kind"] == "generative"
     assert params["r2g"]["generative"] == {"preset": "paper"}  # Qwen2.5-7B-Instruct + LoRA
     # KernelBench levels split into the paper's two columns
-    built = build_suite("kernelbench_l2", params["suites"]["kernelbench_l2"], tmp_path / "s")
+    built = build_suite(
+        "kernelbench_l2",
+        load_suite("kernelbench_l2", params["suites"]["kernelbench_l2"]),
+        tmp_path / "s",
+    )
     assert {t.metadata["level"] for t in built} == {2}
     assert [t.task_id for t in read_tasks_jsonl(tmp_path / "s" / "tasks.jsonl")] == p.tasks[
         "kernelbench_l2"

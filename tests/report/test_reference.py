@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maxcode.config import validate_params
 from maxcode.errors import ConfigError, ReferenceFormatError
 from maxcode.evaluate.result import EvalResult, Status, Timing
 from maxcode.kernelcompare.table import COLUMNS as KC_COLUMNS
 from maxcode.kernelcompare.table import load_rows, write_tables
+from maxcode.params import Params
 from maxcode.report.reference import (
     REFERENCE_PREFIX,
     check_suite_benchmarks,
@@ -115,7 +115,7 @@ def test_params_validation_checks_the_reference(tmp_path):
     with pytest.raises(
         ConfigError, match=r"suites\.cpp_builtin\.paper_benchmark: 'kernelbench_l3'"
     ):
-        validate_params(params)
+        Params.from_dict(params)
 
 
 def test_reference_column_in_every_format(rollouts, tmp_path):  # noqa: F811

@@ -1,7 +1,7 @@
 # Validate params before any job runs, then derive the job lists from them.
 from pathlib import Path
 
-from maxcode.pipeline import PipelinePlan
+from maxcode.pipeline import ROLLOUT, SUITE_DIR, PipelinePlan, clean_inflight
 
 PLAN = PipelinePlan.from_config(config)
 
@@ -28,7 +28,7 @@ def final_outputs():
 
 def rollout_inputs(wildcards):
     """The suite's tasks, plus the reward-to-go model when the method reranks with it."""
-    inputs = {"suite": f"data/suites/{wildcards.suite}"}
+    inputs = {"suite": SUITE_DIR.format(suite=wildcards.suite)}
     if PLAN.methods[wildcards.method].rerank == "model":
         inputs["model"] = "models/r2g"
     return inputs

@@ -10,8 +10,12 @@ from typing import Annotated
 import typer
 import yaml
 
+from maxcode.errors import ConfigError
 from maxcode.kernelcompare.params import KernelCompareParams, load_kernelcompare_params
+from maxcode.loader import load
+from maxcode.params import EvaluationParams
 from maxcode.records import atomic_write_json
+from maxcode.roles import build_evaluator
 
 app = typer.Typer(help="KernelCompare: slow/fast CUDA pairs, SFT and single-turn GRPO.")
 
@@ -21,8 +25,15 @@ DEFAULT_CACHE = Path(".cache/kernelcompare")
 
 
 def _params(path: Path) -> tuple[dict, KernelCompareParams]:
-    raw = yaml.safe_load(path.read_text()) if path.is_file() else {}
-    return raw or {}, load_kernelcompare_params(raw)
+    if not path.is_file():
+        raise ConfigError(f"--params {path}: parameter file not found; pass the params.yaml to use")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"--params {path}: not valid YAML: {err}") from err
+    if not isinstance(raw, dict):
+        raise ConfigError(f"--params {path}: expected a mapping of params blocks")
+    return raw, load_kernelcompare_params(raw)
 
 
 def _tasks(tasks_path: Path, split_path: Path | None, part: str):
@@ -42,12 +53,11 @@ def _tasks(tasks_path: Path, split_path: Path | None, part: str):
 
 
 def _evaluator(tasks, raw: dict, cache_dir: Path):
-    from maxcode.pipeline import build_evaluator
-
     languages = {t.language for t in tasks}
     if len(languages) != 1:
         raise typer.BadParameter(f"tasks mix languages {sorted(languages)}; use one suite")
-    return build_evaluator(languages.pop(), raw.get("evaluation", {}), cache_dir)
+    evaluation = load(EvaluationParams, raw.get("evaluation"), "evaluation")
+    return build_evaluator(languages.pop(), evaluation, cache_dir)
 
 
 def _naive_generator(kc: KernelCompareParams, raw: dict, cache_dir: Path):

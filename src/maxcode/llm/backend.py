@@ -126,7 +126,7 @@ def create_backend(cfg: RoleConfig) -> ChatBackend:
     if cfg.backend not in _MODULES:
         raise LLMConfigError(
             f"llm.{cfg.role}: backend {cfg.backend!r} is not a chat model; chat backends are "
-            f"{sorted(_MODULES)} (offline roles are built by maxcode.llm.factory)"
+            f"{sorted(_MODULES)} (offline roles are built by maxcode.roles)"
         )
     module, package = _MODULES[cfg.backend]
     try:

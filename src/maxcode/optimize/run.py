@@ -73,7 +73,9 @@ def role_config(opts: OptimizeOptions) -> dict:
 
 def optimize(opts: OptimizeOptions, console: Console | None = None) -> dict:
     """Run (or resume) the search; write best file, run.jsonl and report.html into ``out``."""
-    from maxcode.pipeline import build_critic, build_evaluator, build_policy
+    from maxcode.evaluate.cpp import CppEvalConfig
+    from maxcode.params import EvaluationParams
+    from maxcode.roles import build_critic, build_evaluator, build_policy
 
     console = console or Console(stderr=True)
     kind = detect_kind(opts.target, opts.kind)
@@ -86,7 +88,7 @@ def optimize(opts: OptimizeOptions, console: Console | None = None) -> dict:
     role = role_config(opts)
     opts.out.mkdir(parents=True, exist_ok=True)
     cache = opts.out / ".cache"
-    evaluation = {"cpp": {"timing": opts.timing}}
+    evaluation = EvaluationParams(cpp=CppEvalConfig(timing=opts.timing))
     if kind == "cpp":
         evaluator = build_evaluator("cpp", evaluation, cache, profile=method.profile)
         task = cpp_task(opts.target, opts.tests, opts.make_tests, opts.out, _program_runner(cache))

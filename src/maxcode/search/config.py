@@ -20,22 +20,30 @@ SHARED_KEYS = ("depth", "k", "gamma", "target_speedup")  # search: defaults ever
 class Budget:
     """Hard limits per run; None means unlimited. The loop stops cleanly at the first hit."""
 
-    max_evaluations: int | None = field(default=None, metadata={"help": "executed candidates"})
-    max_llm_calls: int | None = field(
-        default=None, metadata={"help": "backend calls (cache hits excluded)"}
+    max_evaluations: int | None = field(
+        default=None, metadata={"help": "executed candidates", "min": 1}
     )
-    max_tokens: int | None = field(default=None, metadata={"help": "input + output tokens"})
-    max_cost_usd: float | None = field(default=None, metadata={"help": "money spent on LLM calls"})
-    max_wall_s: float | None = field(default=None, metadata={"help": "wall-clock seconds"})
+    max_llm_calls: int | None = field(
+        default=None, metadata={"help": "backend calls (cache hits excluded)", "min": 1}
+    )
+    max_tokens: int | None = field(
+        default=None, metadata={"help": "input + output tokens", "min": 1}
+    )
+    max_cost_usd: float | None = field(
+        default=None, metadata={"help": "money spent on LLM calls", "exclusive_min": 0}
+    )
+    max_wall_s: float | None = field(
+        default=None, metadata={"help": "wall-clock seconds", "exclusive_min": 0}
+    )
 
 
 @dataclass(frozen=True)
 class MethodConfig:
     name: str = field(metadata={"help": "method name used in paths and tables"})
-    depth: int = field(default=4, metadata={"help": "search steps"})
-    k: int = field(default=4, metadata={"help": "proposals per step"})
+    depth: int = field(default=4, metadata={"help": "search steps", "min": 1})
+    k: int = field(default=4, metadata={"help": "proposals per step", "min": 1})
     execute_top_m: int | None = field(
-        default=None, metadata={"help": "execute only m of the k proposals (None: all k)"}
+        default=None, metadata={"help": "execute only m of the k proposals (None: all k)", "min": 1}
     )
     rerank: str = field(
         default="none",
@@ -53,8 +61,13 @@ class MethodConfig:
         default=False,
         metadata={"help": "feedback carries an execution-overhead profile (Effi-Learner)"},
     )
-    gamma: float = field(default=0.9, metadata={"help": "discount of the max-reward return"})
-    target_speedup: float | None = field(default=None, metadata={"help": "stop once reached"})
+    gamma: float = field(
+        default=0.9,
+        metadata={"help": "discount of the max-reward return", "exclusive_min": 0, "max": 1},
+    )
+    target_speedup: float | None = field(
+        default=None, metadata={"help": "stop once reached", "exclusive_min": 0}
+    )
     budget: Budget = field(default_factory=Budget)
 
     def __post_init__(self) -> None:
