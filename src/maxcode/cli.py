@@ -10,7 +10,7 @@ import typer
 import yaml
 
 from maxcode.errors import ConfigError, TaskFormatError, UserError
-from maxcode.params import load_params
+from maxcode.params import SCHEMA_PATH, load_params, write_schema
 from maxcode.pipeline import ROLLOUT, SUITE_DIR, PipelinePlan, build_suite, run_rollout
 
 app = typer.Typer(
@@ -43,6 +43,15 @@ def check_params(params: ParamsOpt = Path("params.yaml")) -> None:
         )
     typer.echo(f"methods: {', '.join(plan.table_methods())}; seeds {plan.seeds}")
     typer.echo(f"rollout jobs: {len(plan.all_rollouts())}")
+
+
+@app.command("schema")
+def schema_cmd(
+    out: Annotated[Path, typer.Option(help="where to write it")] = SCHEMA_PATH,
+) -> None:
+    """Write the JSON schema of params.yaml, generated from the params dataclasses."""
+    write_schema(out)
+    typer.echo(f"schema -> {out}")
 
 
 @app.command("build-suite")
