@@ -82,3 +82,10 @@ def tables_inputs(wildcards):
     if config["tables"].get("reference"):
         inputs["reference"] = config["tables"]["reference"]
     return inputs
+
+
+def kc_sections(*names):
+    """The named kernelcompare sections, as written in params: a KernelCompare rule
+    passes the ones its stage reads, so a change there (and only there) reruns it."""
+    kc = config["kernelcompare"]
+    return {name: kc[name] for name in names if name in kc}

@@ -11,11 +11,6 @@ KC_STAGES = {
 KC_ROWS = {"base": "base model", "sft": "SFT", "grpo": "SFT then GRPO"}
 
 
-def kc_sections(*names):
-    """The named kernelcompare sections, as written in params."""
-    return {name: KC[name] for name in names if name in KC}
-
-
 rule kernelcompare_pairs:
     """Slow/fast kernel pairs from Parboil and Rodinia trees, chat JSONL + card."""
     output:
