@@ -29,7 +29,6 @@ from maxcode.r2g.reranker import load_reranker, train
 from maxcode.records import atomic_write_json, provenance, read_jsonl
 from maxcode.report.reference import load_reference
 from maxcode.report.runs import read_runs
-from maxcode.report.tables import write_all
 from maxcode.roles import build_critic, build_evaluator, build_policy
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
@@ -330,6 +329,8 @@ def make_tables(
     numbers; ``results/provenance.json`` says what produced them (for the HTML report).
     ``ranking`` and ``card`` (the reward-to-go model's results) are None when no rerank
     table is asked for."""
+
+    from maxcode.report.tables import write_all  # scipy: seconds to import; only this stage
 
     runs = read_runs([Path(p) for p in rollouts])
     book = load_reference(reference) if reference else None  # checked with the params

@@ -7,6 +7,7 @@ used to build the policies through string imports).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,21 @@ from maxcode.llm.factory import build_client
 from maxcode.params import EvaluationParams
 from maxcode.policy.llm_policy import LLMPolicy
 from maxcode.policy.offline_cpp import OfflineCppPolicy
-from maxcode.policy.offline_cuda import OfflineCudaPolicy
 from maxcode.search.types import Critic, Policy
 
-# The non-LLM policy per task language; constructed without arguments.
-OFFLINE_POLICIES: dict[str, type] = {"cpp": OfflineCppPolicy, "cuda": OfflineCudaPolicy}
+
+def _offline_cuda_policy() -> Policy:
+    # torch (seconds to import) only for CUDA tasks: every rollout job imports this module.
+    from maxcode.policy.offline_cuda import OfflineCudaPolicy
+
+    return OfflineCudaPolicy()
+
+
+# The non-LLM policy per task language, built without arguments.
+OFFLINE_POLICIES: dict[str, Callable[[], Policy]] = {
+    "cpp": OfflineCppPolicy,
+    "cuda": _offline_cuda_policy,
+}
 
 
 def build_evaluator(
