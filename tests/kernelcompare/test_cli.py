@@ -76,7 +76,7 @@ def test_missing_tree_is_named(tmp_path):
             "--out",
             str(tmp_path / "p.jsonl"),
             "--params",
-            str(tmp_path / "none.yaml"),
+            str(_params(tmp_path, {})),
         ],
     )
     assert result.exit_code != 0 and str(tmp_path / "nowhere") in str(result.exception)
@@ -103,7 +103,7 @@ def test_split_command_writes_the_reports_split(tmp_path):
             "--out",
             str(out),
             "--params",
-            str(tmp_path / "none.yaml"),
+            str(_params(tmp_path, {})),
         ],
     )
     assert result.exit_code == 0, result.output
