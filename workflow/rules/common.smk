@@ -18,7 +18,7 @@ wildcard_constraints:
 def final_outputs():
     """Tables, the reward-to-go model's held-out ranking (made even when no rerank table
     reads it), and KernelCompare's table."""
-    kernelcompare = multiext("results/tables/kernelcompare", ".md", ".csv", ".tex")
+    kernelcompare = multiext("results/tables/kernelcompare", ".md", ".csv", ".tex", ".html")
     return (
         PLAN.table_outputs()
         + ["results/r2g/ranking.json"]

@@ -113,7 +113,7 @@ rule kernelcompare_table:
     output:
         [
             reported(p)
-            for p in multiext("results/tables/kernelcompare", ".md", ".csv", ".tex")
+            for p in multiext("results/tables/kernelcompare", ".md", ".csv", ".tex", ".html")
         ],
     log:
         "logs/kernelcompare/table.log",

@@ -147,7 +147,7 @@ def table(
     ] = None,
 ) -> None:
     """The report's table (correctness, speedups) from measured held-out results."""
-    from maxcode.kernelcompare.table import load_rows, to_markdown, write_tables
+    from maxcode.kernelcompare.table import kernelcompare_table, load_rows
     from maxcode.report.reference import kernelcompare_context
 
     files = {}
@@ -157,8 +157,9 @@ def table(
             raise typer.BadParameter(f"--stage {item!r}: write it as NAME=path/to/results.jsonl")
         files[name] = Path(path)
     rows = load_rows(files)
-    notes, extra, csv_extra = (
+    notes, extra, meta = (
         kernelcompare_context(_params(params)[0], list(files)) if params else ([], {}, {})
     )
-    write_tables(rows, out, notes, extra, csv_extra)
-    typer.echo(to_markdown(rows, notes, extra))
+    table = kernelcompare_table(rows, notes, extra, meta)
+    table.write(out.parent, out.name)
+    typer.echo(table.markdown())
