@@ -38,6 +38,11 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/kernelcompare.smk"
 
 
+# A finished run leaves no copies of published rollouts in results/.inflight/.
+onsuccess:
+    clean_inflight()
+
+
 rule all:
     default_target: True
     input:
@@ -68,4 +73,4 @@ rule reranked:
 
 rule kernelcompare:
     input:
-        multiext("results/tables/kernelcompare", ".md", ".csv", ".tex"),
+        multiext("results/tables/kernelcompare", ".md", ".csv", ".tex", ".html"),

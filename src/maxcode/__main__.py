@@ -1,5 +1,5 @@
 """`python -m maxcode` is the `maxcode` command."""
 
-from maxcode.cli import app
+from maxcode.cli import main
 
-app(prog_name="maxcode")
+main()

@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 
-from maxcode.llm.errors import LLMError
-from maxcode.search.config import ConfigError
-from maxcode.search.types import RunMismatch
-from maxcode.tasks.model import TaskFormatError
+from maxcode.errors import ConfigError, LLMError, TaskFormatError, UserError
+from maxcode.params import SCHEMA_PATH, load_params, write_schema
+from maxcode.pipeline import ROLLOUT, SUITE_DIR, PipelinePlan, build_suite, run_rollout
 
-# Mistakes a user can fix: one line, exit code 2 (TargetError is a ValueError).
-USER_ERRORS = (ValueError, ConfigError, TaskFormatError, LLMError, RunMismatch, OSError)
+# Mistakes a user can fix in `optimize`: one line, exit code 2 unless --debug (UserError
+# covers ConfigError, TaskFormatError and RunMismatch; TargetError is a ValueError).
+USER_ERRORS = (UserError, ValueError, LLMError, OSError)
 
 app = typer.Typer(
     help="maxcode: max-reward inference-time search for code optimization (MaxCode, KernelCompare).",
@@ -40,7 +41,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def main(
+def _root(
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
@@ -56,12 +57,9 @@ def _fail(err: Exception) -> None:
 
 @app.command("check-params")
 def check_params(params: ParamsOpt = Path("params.yaml")) -> None:
-    """Validate params.yaml against the schema and list the jobs it implies."""
-    from maxcode.config import load_params
-    from maxcode.pipeline import PipelinePlan
-
+    """Validate params.yaml (every block, strictly) and list the jobs it implies."""
     try:
-        plan = PipelinePlan.from_config(load_params(params))
+        plan = PipelinePlan.from_params(load_params(params))
     except (ConfigError, TaskFormatError) as err:
         _fail(err)
     typer.echo(f"{params}: valid")
@@ -73,6 +71,15 @@ def check_params(params: ParamsOpt = Path("params.yaml")) -> None:
     typer.echo(f"rollout jobs: {len(plan.all_rollouts())}")
 
 
+@app.command("schema")
+def schema_cmd(
+    out: Annotated[Path, typer.Option(help="where to write it")] = SCHEMA_PATH,
+) -> None:
+    """Write the JSON schema of params.yaml, generated from the params dataclasses."""
+    write_schema(out)
+    typer.echo(f"schema -> {out}")
+
+
 @app.command("build-suite")
 def build_suite_cmd(
     suite: Annotated[
@@ -82,13 +89,13 @@ def build_suite_cmd(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Build one suite's tasks.jsonl and PIE-layout tests."""
-    from maxcode.config import load_params
-    from maxcode.pipeline import build_suite
-
     try:
-        cfg = load_params(params)["suites"][suite]
-    except KeyError:
-        _fail(ConfigError(f"{params}: no suite {suite!r} under `suites:`"))
+        suites = load_params(params).suites
+        if suite not in suites:
+            raise ConfigError(f"{params}: no suite {suite!r} under `suites:`")
+    except ConfigError as err:
+        _fail(err)
+    cfg = suites[suite]
     out = Path(str(out).replace("SUITE", suite))
     tasks = build_suite(suite, cfg, out)
     typer.echo(f"{len(tasks)} tasks -> {out}")
@@ -109,30 +116,27 @@ def rollout_cmd(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Run (or resume) one task x method x seed search, exactly as the pipeline does."""
-    from maxcode.config import load_params
-    from maxcode.pipeline import PipelinePlan, run_rollout
-
     try:
-        cfg = load_params(params)
-        plan = PipelinePlan.from_config(cfg)
+        raw = yaml.safe_load(params.read_text()) if params.is_file() else None
+        plan = PipelinePlan.from_params(load_params(params))
         if method not in plan.methods:
             raise ConfigError(f"unknown method {method!r}; defined: {sorted(plan.methods)}")
     except (ConfigError, TaskFormatError) as err:
         _fail(err)
     stage = plan.stage_of(method)
-    out = out or Path(f"results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl")
+    out = out or Path(ROLLOUT.format(stage=stage, suite=suite, method=method, task=task, seed=seed))
     end = run_rollout(
-        suite_dir=Path(f"data/suites/{suite}"),
+        suite_dir=Path(SUITE_DIR.format(suite=suite)),
         task_id=task,
         method=plan.methods[method].to_dict(),
         seed=seed,
-        llm=cfg["llm"],
-        evaluation=cfg["evaluation"],
+        llm=raw["llm"],
+        evaluation=raw["evaluation"],
         inflight=out.parent / f".{out.name}.inflight",
         output=out,
         cache_dir=Path(".cache"),
         model_dir=model,
-        params=cfg,
+        params=raw,
     )
     typer.echo(
         json.dumps(
@@ -313,3 +317,12 @@ def _mount_subcommands() -> None:
 
 
 _mount_subcommands()
+
+
+def main() -> None:
+    """The console entry point: bad input (a file, flag or key) is one line and exit code 2."""
+    try:
+        app(prog_name="maxcode")  # also the name under `python -m maxcode`
+    except UserError as err:
+        typer.secho(f"error: {err}", fg=typer.colors.RED, err=True)
+        raise SystemExit(2) from None

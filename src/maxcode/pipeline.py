@@ -7,6 +7,7 @@ stage can also be run and tested without Snakemake.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -14,56 +15,85 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from maxcode.config import r2g_configs, resolve_methods, validate_params
-from maxcode.records import provenance, read_jsonl
-from maxcode.search.config import ConfigError, MethodConfig
-from maxcode.tasks.model import Task, TaskFormatError, read_tasks_jsonl, write_tasks_jsonl
+from maxcode.errors import ConfigError, RunMismatch, TaskFormatError
+from maxcode.evaluate.cuda.gpus import pinned_gpu
+from maxcode.llm.config import role_config_from_dict
+from maxcode.loader import load
+from maxcode.params import (
+    CUDA_SUITE_KINDS,
+    EvaluationParams,
+    Params,
+    Suite,
+    load_r2g,
+)
+from maxcode.r2g.dataset import build_dataset, read_dataset, split_tasks, write_dataset
+from maxcode.r2g.reranker import load_reranker, train
+from maxcode.records import atomic_write_json, provenance, read_jsonl
+from maxcode.report.reference import load_reference
+from maxcode.report.runs import read_runs
+from maxcode.roles import build_critic, build_evaluator, build_policy, require_prices, run_budget
+from maxcode.search.config import MethodConfig
+from maxcode.search.loop import RunContext, run_search
+from maxcode.tasks.builtin import materialize_builtin_cpp
+from maxcode.tasks.builtin_cuda import BUILTIN_CUDA_DIR
+from maxcode.tasks.kernelbench import load_kernelbench_dir
+from maxcode.tasks.model import Task, read_tasks_jsonl, write_tasks_jsonl
+from maxcode.tasks.pie import load_pie_records
 
 BUILTIN_CPP_DIR = Path(__file__).parent / "tasks" / "builtin_cpp"
 TABLE_NAMES = ("main", "ablation", "rerank", "budget")
 PLOTS = ("speedup_vs_depth",)
 TABLE_FORMATS = ("md", "csv", "tex", "html")  # html: the view in `snakemake --report`
+# Every path the plan hands out, for the rules, the CLI and the dvc.yaml test alike.
+SUITE_DIR = "data/suites/{suite}"
+ROLLOUT = "results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
+INFLIGHT_DIR = "results/.inflight"
+INFLIGHT = INFLIGHT_DIR + "/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
 
 
 @dataclass
 class PipelinePlan:
     """Jobs derived from validated params: which task x method x seed files to build."""
 
-    params: dict
-    methods: dict[str, MethodConfig]
+    params: Params
     tasks: dict[str, list[str]]  # suite -> task ids
     held_out: dict[str, list[str]]  # suite -> tasks the reward-to-go model never trains on
 
     @classmethod
-    def from_config(cls, params: dict, source: str = "params.yaml") -> PipelinePlan:
-        """``source`` names the file the params came from in every error message."""
-        validate_params(params, source=source)
-        methods = resolve_methods(params)
+    def from_config(cls, raw: dict, source: str = "params.yaml") -> PipelinePlan:
+        """The plan of a params mapping (Snakemake's ``config``), validated here, once;
+        ``source`` names the file the params came from in every error message."""
+        return cls.from_params(Params.from_dict(raw, source=source))
+
+    @classmethod
+    def from_params(cls, params: Params) -> PipelinePlan:
         tasks, unusable = {}, []
-        for name, cfg in params["suites"].items():
+        for name, cfg in params.suites.items():
             try:
                 tasks[name] = suite_task_ids(name, cfg)
             except (ConfigError, TaskFormatError) as err:
                 unusable.append(str(err))
         if unusable:  # every path to set at once (the paper preset has several `SET ME`s)
             raise ConfigError(f"{len(unusable)} suite(s) cannot be read: " + "; ".join(unusable))
-        from maxcode.r2g.dataset import split_tasks
-
-        dataset_cfg, _ = r2g_configs(params["r2g"])
+        dataset_cfg = params.r2g.dataset
         test = split_tasks(
             {(s, t) for s, ids in tasks.items() for t in ids},
             dataset_cfg.test_fraction,
             dataset_cfg.seed,
         )
         held_out = {s: [t for t in ids if (s, t) in test] for s, ids in tasks.items()}
-        return cls(params, methods, tasks, held_out)
+        return cls(params, tasks, held_out)
+
+    @property
+    def methods(self) -> dict[str, MethodConfig]:
+        return self.params.methods
 
     @property
     def seeds(self) -> list[int]:
-        return list(self.params["search"]["seeds"])
+        return list(self.params.search.seeds)
 
     def rerank_methods(self) -> list[str]:
-        return list(self.params["tables"]["rerank"])
+        return list(self.params.tables.rerank)
 
     def stage_of(self, method: str) -> str:
         """``reranked`` rollouts need the reward-to-go model; ``rollouts`` feed it."""
@@ -74,25 +104,25 @@ class PipelinePlan:
         stage = self.stage_of(method)
         task_sets = self.held_out if stage == "reranked" else self.tasks
         return [
-            f"results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
+            ROLLOUT.format(stage=stage, suite=suite, method=method, task=task, seed=seed)
             for suite, ids in task_sets.items()
             for task in ids
             for seed in self.seeds
         ]
 
     def table_methods(self) -> list[str]:
-        t = self.params["tables"]
-        return list(dict.fromkeys([*t["main"], *t["ablation"], *t["rerank"]]))
+        t = self.params.tables
+        return list(dict.fromkeys([*t.main, *t.ablation, *t.rerank]))
 
     def all_rollouts(self, stage: str | None = None) -> list[str]:
         methods = [m for m in self.table_methods() if stage in (None, self.stage_of(m))]
         return [p for m in methods for p in self.rollouts(m)]
 
     def suite_dirs(self) -> list[str]:
-        return [f"data/suites/{suite}" for suite in self.tasks]
+        return [SUITE_DIR.format(suite=suite) for suite in self.tasks]
 
     def r2g_training_rollouts(self) -> list[str]:
-        return [p for m in self.params["r2g"]["train_methods"] for p in self.rollouts(m)]
+        return [p for m in self.params.r2g.train_methods for p in self.rollouts(m)]
 
     def table_outputs(self) -> list[str]:
         out = [f"results/tables/{n}.{ext}" for n in TABLE_NAMES for ext in TABLE_FORMATS]
@@ -102,27 +132,34 @@ class PipelinePlan:
 
     def gpus(self, suite: str) -> int:
         """GPUs one rollout of ``suite`` holds: CUDA suites time kernels on one GPU each."""
-        return 1 if self.params["suites"][suite]["kind"] in CUDA_SUITE_KINDS else 0
+        return 1 if self.params.suites[suite].kind in CUDA_SUITE_KINDS else 0
+
+    def conda_env(self, suite: str) -> str:
+        """The rollout's conda env, relative to workflow/rules/: CUDA suites need the GPU one."""
+        kind = self.params.suites[suite].kind
+        return "../../envs/" + ("gpu-eval.yaml" if kind in CUDA_SUITE_KINDS else "cpu-eval.yaml")
 
     def inflight_path(self, wildcards) -> str:
         """Where a rollout grows until it is complete; the declared output appears only then."""
         w = wildcards
-        return f"results/.inflight/{w.stage}/{w.suite}/{w.method}/{w.task}/seed{w.seed}.jsonl"
+        return INFLIGHT.format(
+            stage=w.stage, suite=w.suite, method=w.method, task=w.task, seed=w.seed
+        )
 
 
-def suite_task_ids(name: str, cfg: dict) -> list[str]:
+def suite_task_ids(name: str, cfg: Suite) -> list[str]:
     """Task ids known before the suite is built, so the job list is fixed at parse time."""
-    if cfg["kind"] == "builtin_cpp":
+    if cfg.kind == "builtin_cpp":
         available = sorted(p.name for p in BUILTIN_CPP_DIR.iterdir() if (p / "slow.cpp").is_file())
-        wanted = cfg.get("problems") or available
+        wanted = cfg.problems or available
         unknown = sorted(set(wanted) - set(available))
         if unknown:
             raise ConfigError(
                 f"suites.{name}.problems: unknown problem(s) {unknown}; available: {available}"
             )
         return list(wanted)
-    if cfg["kind"] == "pie":
-        records = Path(cfg["records"])
+    if cfg.kind == "pie":
+        records = Path(cfg.records)
         if not records.is_file():
             raise ConfigError(
                 f"suites.{name}.records: {records} does not exist (point it at your PIE checkout)"
@@ -133,58 +170,43 @@ def suite_task_ids(name: str, cfg: dict) -> list[str]:
                 raise TaskFormatError(f"{records}:{lineno}: record has no 'problem_id' field")
             if rec["problem_id"] not in ids:
                 ids.append(rec["problem_id"])
-        return ids[: cfg.get("limit") or None]
-    if cfg["kind"] in CUDA_SUITE_KINDS:
-        return [t.task_id for t in cuda_suite_tasks(name, cfg)]
-    raise ConfigError(f"suites.{name}.kind: {cfg['kind']!r} is not a known suite kind")
+        return ids[: cfg.limit or None]
+    return [t.task_id for t in cuda_suite_tasks(name, cfg)]
 
 
-CUDA_SUITE_KINDS = ("builtin_cuda", "kernelbench")
-
-
-def cuda_suite_tasks(name: str, cfg: dict) -> list[Task]:
+def cuda_suite_tasks(name: str, cfg: Suite) -> list[Task]:
     """KernelBench-format tasks: the built-in suite, or ``root`` of a user's KernelBench checkout.
 
     Loading only parses the problem files, so this is cheap enough to run at plan time.
     """
-    from maxcode.tasks.builtin_cuda import BUILTIN_CUDA_DIR
-    from maxcode.tasks.kernelbench import load_kernelbench_dir
-
-    if cfg["kind"] == "builtin_cuda":
+    if cfg.kind == "builtin_cuda":
         root = BUILTIN_CUDA_DIR
     else:
-        root = Path(cfg["root"])
+        root = Path(cfg.root)
         if not (root / "level1").is_dir() and not (root / "level2").is_dir():
             raise ConfigError(
                 f"suites.{name}.root: {root} has no level1/ or level2/ folder; set it to the "
                 "KernelBench/ folder of your KernelBench checkout"
             )
-    tasks = load_kernelbench_dir(root, levels=cfg.get("levels") or None, suite=name)
-    return tasks[: cfg.get("limit") or None]
+    tasks = load_kernelbench_dir(root, levels=list(cfg.levels) or None, suite=name)
+    return tasks[: cfg.limit or None]
 
 
 # ---- stages -------------------------------------------------------------------------
 
 
-def build_suite(name: str, cfg: dict, out_dir: Path) -> list[Task]:
+def build_suite(name: str, cfg: Suite, out_dir: Path) -> list[Task]:
     """Write ``out_dir/tasks.jsonl`` (normalized tasks), beside PIE-layout tests for C++ suites."""
     out_dir = Path(out_dir)
-    if cfg["kind"] == "builtin_cpp":
-        from maxcode.tasks.builtin import materialize_builtin_cpp
-
+    if cfg.kind == "builtin_cpp":
         tasks = materialize_builtin_cpp(
-            out_dir,
-            n_tests=cfg.get("n_tests", 5),
-            seed=cfg.get("seed", 0),
-            problems=cfg.get("problems") or None,
+            out_dir, n_tests=cfg.n_tests, seed=cfg.seed, problems=list(cfg.problems) or None
         )
-    elif cfg["kind"] in CUDA_SUITE_KINDS:
+    elif cfg.kind in CUDA_SUITE_KINDS:
         tasks = cuda_suite_tasks(name, cfg)
     else:
-        from maxcode.tasks.pie import load_pie_records
-
-        tasks = load_pie_records(Path(cfg["records"]), Path(cfg["tests_root"]), name)
-        tasks = tasks[: cfg.get("limit") or None]
+        tasks = load_pie_records(Path(cfg.records), Path(cfg.tests_root), name)
+        tasks = tasks[: cfg.limit or None]
     tasks = [replace(t, suite=name) for t in tasks]  # the params' suite name names every record
     write_tasks_jsonl(tasks, out_dir / "tasks.jsonl")
     return tasks
@@ -195,40 +217,6 @@ def load_task(suite_dir: Path, task_id: str) -> Task:
         if task.task_id == task_id:
             return task
     raise TaskFormatError(f"{suite_dir}/tasks.jsonl: no task {task_id!r}; rebuild the suite")
-
-
-def build_evaluator(language: str, evaluation: dict, cache_dir: Path, profile: bool = False):
-    """The evaluator for a task's language, behind the shared evaluation cache."""
-    from maxcode.evaluate.cache import CachedEvaluator, EvalCache
-
-    cache_dir = Path(cache_dir).resolve()
-    if language == "cpp":
-        from maxcode.evaluate.cpp import CppEvalConfig, CppEvaluator
-
-        cfg = CppEvalConfig.from_dict({**evaluation.get("cpp", {}), "profile": profile})
-        inner = CppEvaluator(cfg, cache_dir / "cpp")
-    else:
-        from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
-
-        inner = CudaEvaluator(
-            CudaEvalConfig.from_dict(
-                {**evaluation.get("cuda", {}), "profile": profile}, "evaluation.cuda"
-            ),
-            cache_dir / "cuda",
-        )
-    return CachedEvaluator(inner, EvalCache(cache_dir / "evaluations.sqlite"))
-
-
-def build_policy(generator: dict, language: str, cache_dir: Path, run_budget=None):
-    from maxcode.llm.factory import build_policy as factory
-
-    return factory(generator, language=language, cache_dir=Path(cache_dir), run_budget=run_budget)
-
-
-def build_critic(critic: dict, language: str, cache_dir: Path, run_budget=None):
-    from maxcode.llm.factory import build_critic as factory
-
-    return factory(critic, language=language, cache_dir=Path(cache_dir), run_budget=run_budget)
 
 
 def run_rollout(
@@ -245,15 +233,14 @@ def run_rollout(
     model_dir: Path | None,
     params: dict,
 ) -> dict:
-    """One task x method x seed; the declared output appears only when the run is complete."""
-    from maxcode.evaluate.cuda.gpus import pinned_gpu
-    from maxcode.llm.config import role_config_from_dict
-    from maxcode.llm.factory import require_prices, run_budget
-    from maxcode.search.loop import RunContext, run_search
-    from maxcode.search.types import RunMismatch
+    """One task x method x seed; the declared output appears only when the run is complete.
 
+    ``method`` and ``evaluation`` come as Snakemake passes them (plain values, so a change
+    reruns the job) and go back to their types through the one strict loader.
+    """
     task = load_task(suite_dir, task_id)
     cfg = MethodConfig.from_dict(method)
+    evaluation_cfg = load(EvaluationParams, evaluation, "evaluation")
     roles = ["generator"] + (["critic"] if cfg.critique else [])
     require_prices(
         [role_config_from_dict(r, llm.get(r)) for r in roles],
@@ -261,11 +248,7 @@ def run_rollout(
         f"set price_input_per_mtok and price_output_per_mtok under llm.<role> (method {cfg.name})",
     )
     spend = run_budget(cfg.budget, f"raise methods.{cfg.name}.budget.{{field}} (or search.budget)")
-    reranker = None
-    if cfg.rerank == "model":
-        from maxcode.r2g.reranker import load_reranker
-
-        reranker = load_reranker(Path(model_dir))
+    reranker = load_reranker(Path(model_dir)) if cfg.rerank == "model" else None
     # A CUDA rollout holds one GPU of the host and sees only that one; its records say which.
     pin = pinned_gpu(Path(cache_dir) / "gpu-slots") if task.language == "cuda" else nullcontext()
     with pin as gpu:
@@ -273,13 +256,15 @@ def run_rollout(
             task=task,
             method=cfg,
             seed=seed,
-            policy=build_policy(llm["generator"], task.language, cache_dir, spend),
-            evaluator=build_evaluator(task.language, evaluation, cache_dir, profile=cfg.profile),
-            critic=build_critic(llm["critic"], task.language, cache_dir, spend)
+            policy=build_policy(llm["generator"], task.language, cache_dir, run_budget=spend),
+            evaluator=build_evaluator(
+                task.language, evaluation_cfg, cache_dir, profile=cfg.profile
+            ),
+            critic=build_critic(llm["critic"], task.language, cache_dir, run_budget=spend)
             if cfg.critique
             else None,
             reranker=reranker,
-            reward_kind=evaluation.get("reward", "speedup"),
+            reward_kind=evaluation_cfg.reward,
             provenance=provenance(
                 params, **({"gpu_device": gpu} if task.language == "cuda" else {})
             ),
@@ -297,6 +282,34 @@ def run_rollout(
                 end = run_search(ctx, inflight)
             publish(inflight, Path(output))
     return end
+
+
+def clean_inflight(root: Path = Path(".")) -> list[Path]:
+    """After a finished run: drop in-flight records whose published rollout holds the same
+    bytes, their locks, and folders left empty. An in-flight file without its published
+    twin is unfinished work and stays. Returns what was removed."""
+    inflight_dir = Path(root) / INFLIGHT_DIR
+    removed: list[Path] = []
+    for records in sorted(inflight_dir.rglob("*.jsonl")) if inflight_dir.is_dir() else []:
+        published = Path(root) / "results" / records.relative_to(inflight_dir)
+        if published.is_file() and _same_file(records, published):
+            lock = records.with_name(records.name + ".lock")
+            for path in (records, lock):
+                if path.exists():
+                    path.unlink()
+                    removed.append(path)
+    for folder in sorted(inflight_dir.rglob("*"), key=lambda p: -len(p.parts)):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    if inflight_dir.is_dir() and not any(inflight_dir.iterdir()):
+        inflight_dir.rmdir()
+    return removed
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.samefile(b):  # published by hard link
+        return True
+    return a.stat().st_size == b.stat().st_size and a.read_bytes() == b.read_bytes()
 
 
 def publish(records: Path, output: Path) -> None:
@@ -349,12 +362,8 @@ def make_tables(
     numbers; ``results/provenance.json`` says what produced them (for the HTML report).
     ``ranking`` and ``card`` (the reward-to-go model's results) are None when no rerank
     table is asked for."""
-    import json
 
-    from maxcode.records import atomic_write_json
-    from maxcode.report.reference import load_reference
-    from maxcode.report.runs import read_runs
-    from maxcode.report.tables import write_all
+    from maxcode.report.tables import write_all  # scipy: seconds to import; only this stage
 
     runs = read_runs([Path(p) for p in rollouts])
     book = load_reference(reference) if reference else None  # checked with the params
@@ -415,9 +424,8 @@ def build_r2g_dataset(
     rollouts: list[Path], r2g: dict, gamma: float, suite_dirs: list[Path], out_dir: Path
 ) -> dict:
     """Examples from executed candidates of the training methods, split by task."""
-    from maxcode.r2g.dataset import build_dataset, write_dataset
 
-    cfg, _ = r2g_configs(r2g)
+    cfg = load_r2g(r2g).dataset
     tasks = [t for d in suite_dirs for t in read_tasks_jsonl(Path(d) / "tasks.jsonl")]
     descriptions = (
         {f"{t.suite}/{t.task_id}": t.description for t in tasks} if cfg.with_descriptions else None
@@ -436,21 +444,13 @@ def build_r2g_dataset(
 
 
 def train_r2g(dataset_dir: Path, r2g: dict, out_dir: Path) -> dict:
-    from maxcode.r2g.dataset import read_dataset
-    from maxcode.r2g.reranker import train
-
-    _, model_cfg = r2g_configs(r2g)
-    return train(read_dataset(dataset_dir), model_cfg, out_dir)
+    return train(read_dataset(dataset_dir), load_r2g(r2g).model, out_dir)
 
 
 def evaluate_r2g(model_dir: Path, dataset_dir: Path, r2g: dict, out: Path) -> dict:
     """Held-out ranking metrics, and which model produced them, for the rerank table."""
-    import json
 
-    from maxcode.r2g.dataset import read_dataset
-    from maxcode.r2g.evaluate import evaluate_reranker
-    from maxcode.r2g.reranker import load_reranker
-    from maxcode.records import atomic_write_json
+    from maxcode.r2g.evaluate import evaluate_reranker  # scipy: seconds to import; only here
 
     reranker = load_reranker(model_dir)
     metrics = evaluate_reranker(reranker, read_dataset(dataset_dir).test)

@@ -265,7 +265,9 @@ def test_broken_reference_is_an_evaluator_error_naming_the_task(evaluator, task)
 
 
 def test_config_is_strict_and_validated():
-    with pytest.raises(ValueError, match="unknown CppEvalConfig keys \\['timming'\\]"):
+    with pytest.raises(
+        ValueError, match=r"evaluation\.cpp: unknown key.*'timming' \(did you mean 'timing'"
+    ):
         CppEvalConfig.from_dict({"timming": "wall"})
     with pytest.raises(ValueError, match="choose one of"):
         CppEvalConfig(timing="gem5")

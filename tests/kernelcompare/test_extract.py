@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from maxcode.kernelcompare.config import ExtractConfig, from_mapping
+from maxcode.errors import ConfigError
+from maxcode.kernelcompare.config import ExtractConfig
 from maxcode.kernelcompare.cudaparse import isolate
 from maxcode.kernelcompare.extract import (
     CompileChecker,
@@ -18,7 +19,7 @@ from maxcode.kernelcompare.extract import (
 )
 from maxcode.kernelcompare.naive import SourceTransformGenerator
 from maxcode.kernelcompare.records import read_dataset, write_dataset
-from maxcode.search.config import ConfigError
+from maxcode.loader import load
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PARBOIL = FIXTURES / "parboil"
@@ -192,8 +193,8 @@ def test_missing_or_malformed_tree_names_the_path(tmp_path, maker, root, needle)
 
 def test_config_is_strict_and_validated():
     with pytest.raises(ConfigError, match="did you mean 'min_device_fraction'"):
-        from_mapping(ExtractConfig, {"min_device_fractio": 0.2}, "kernelcompare.extract")
+        load(ExtractConfig, {"min_device_fractio": 0.2}, "kernelcompare.extract")
     with pytest.raises(ConfigError, match="unknown \\['unstage'\\]"):
         ExtractConfig(naive_transforms=("unstage",))
-    cfg = from_mapping(ExtractConfig, {"parboil_variants": [["cuda_base_tex", "cuda_tex"]]}, "x")
+    cfg = load(ExtractConfig, {"parboil_variants": [["cuda_base_tex", "cuda_tex"]]}, "x")
     assert cfg.parboil_variants == (("cuda_base_tex", "cuda_tex"),)

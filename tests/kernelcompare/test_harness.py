@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from maxcode.errors import ConfigError
 from maxcode.kernelcompare.config import ExtractConfig
 from maxcode.kernelcompare.cudaparse import isolate
 from maxcode.kernelcompare.extract import extract_rodinia
 from maxcode.kernelcompare.harness import HarnessConfig, build_program, check_outputs, kernels_of
 from maxcode.kernelcompare.naive import NaiveVariant, SourceTransformGenerator
-from maxcode.search.config import ConfigError
 
 RODINIA = Path(__file__).parent / "fixtures" / "rodinia"
 STENCIL = RODINIA / "cuda/stencil1d/stencil_kernel.cu"

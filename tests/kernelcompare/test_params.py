@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from maxcode.errors import ConfigError
 from maxcode.kernelcompare.params import load_kernelcompare_params
-from maxcode.search.config import ConfigError
 
 
 def test_empty_block_gives_the_reports_defaults():
@@ -38,7 +38,7 @@ def test_values_come_from_params():
 @pytest.mark.parametrize(
     ("block", "needle"),
     [
-        ({"sftt": {}}, "unknown section"),
+        ({"sftt": {}}, "kernelcompare: unknown key"),
         ({"sft": {"lora_rank": 8}}, "'lora_r'.*fields of KernelCompareSFTConfig"),
         ({"model": {"name_or_path": "/nonexistent/ckpt"}}, "is not a directory"),
         ({"model": {"name_or_path": "/tmp", "from_config": {}}}, "exactly one of"),

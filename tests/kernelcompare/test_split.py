@@ -6,9 +6,9 @@ import random
 
 import pytest
 
+from maxcode.errors import ConfigError
 from maxcode.kernelcompare.config import SplitConfig
 from maxcode.kernelcompare.split import Split, split_ids
-from maxcode.search.config import ConfigError
 
 IDS = [f"kernelbench-L1-{i}" for i in range(1, 101)]
 # Computed once with Python 3.11 on x86-64; Random(42) is specified to give the same

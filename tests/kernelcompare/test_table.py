@@ -7,7 +7,7 @@ import json
 import pytest
 
 from maxcode.evaluate.result import EvalResult, Status, Timing
-from maxcode.kernelcompare.table import load_rows, to_csv, to_latex, to_markdown
+from maxcode.kernelcompare.table import kernelcompare_table, load_rows
 
 
 def _record(task_id: str, status: Status, candidate: float | None = None) -> dict:
@@ -45,10 +45,10 @@ def test_rows_count_correct_faster_and_33_percent_reductions(tmp_path):
     assert b.geomean_speedup == pytest.approx(0.8)
     assert (g.compiled, g.correct, g.faster, g.reduced_33) == (4, 3, 3, 2)
     assert g.correctness == 0.75
-    md = to_markdown(rows)
-    assert "| base | m | 4 | 2 | 1 | 25% | 0 | 0 | 0.80x |" in md
-    assert to_csv(rows).splitlines()[2].startswith("+GRPO,m,4,4,3,75%,3,2,")
-    assert r"75\%" in to_latex(rows) and r"$\geq$33\% reduction" in to_latex(rows)
+    table = kernelcompare_table(rows)
+    assert "| base | m | 4 | 2 | 1 | 25% | 0 | 0 | 0.80x |" in table.markdown()
+    assert table.csv().splitlines()[2].startswith("+GRPO,m,4,4,3,75%,3,2,")
+    assert r"75\%" in table.latex() and r">=33\% reduction" in table.latex()
 
 
 def test_stages_must_cover_the_same_tasks(tmp_path):

@@ -129,7 +129,7 @@ def test_heldout_evaluation_feeds_the_table_and_resumes(cpp_tasks, cpp_evaluator
     from maxcode.kernelcompare.grpo import single_turn_prompt
     from maxcode.kernelcompare.heldout import evaluate_stage
     from maxcode.kernelcompare.models import ModelSpec, load_model_and_tokenizer
-    from maxcode.kernelcompare.table import load_rows, to_markdown
+    from maxcode.kernelcompare.table import kernelcompare_table, load_rows
 
     spec = ModelSpec(
         from_config={
@@ -153,4 +153,4 @@ def test_heldout_evaluation_feeds_the_table_and_resumes(cpp_tasks, cpp_evaluator
     assert all(r["completion_tokens"] <= 8 for r in both)
     (row,) = load_rows({"base": out})
     assert row.tasks == 2 and row.correct == sum(r["result"]["status"] == "ok" for r in both)
-    assert "| base | config-built | 2 |" in to_markdown([row])
+    assert "| base | config-built | 2 |" in kernelcompare_table([row]).markdown()

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from maxcode.critique.llm_critic import LLMCritic
-from maxcode.llm.errors import LLMCallFailed
+from maxcode.errors import LLMCallFailed
 from maxcode.llm.fake_servers import Fault
 
 from .helpers import client_for, compile_error, cpp_task, ok_result

@@ -1,9 +1,9 @@
 import pytest
 
+from maxcode.errors import BudgetExceeded
 from maxcode.llm.cache import ResponseCache
 from maxcode.llm.client import BudgetTracker, prompt_token_bound
 from maxcode.llm.config import LLMBudget
-from maxcode.llm.errors import BudgetExceeded
 
 from .helpers import client_for
 

@@ -1,21 +1,26 @@
 import pytest
 
+from maxcode.errors import ConfigError, LLMConfigError
 from maxcode.llm.config import llm_config_from_dict, role_config_from_dict
-from maxcode.llm.errors import LLMConfigError
 
 
 def test_unknown_key_fails_and_lists_allowed_keys():
-    with pytest.raises(LLMConfigError, match=r"llm.generator: unknown key\(s\) \['temprature'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"llm.generator: unknown key\(s\) 'temprature' \(did you mean 'temperature'\?\)",
+    ):
         role_config_from_dict("generator", {"backend": "openai", "model": "m", "temprature": 0.5})
 
 
 def test_unknown_budget_key_fails():
-    with pytest.raises(LLMConfigError, match=r"llm.critic.budget: unknown key\(s\) \['max_usd'\]"):
+    with pytest.raises(ConfigError, match=r"llm.critic.budget: unknown key\(s\) 'max_usd'"):
         role_config_from_dict("critic", {"budget": {"max_usd": 3}})
 
 
 def test_unknown_role_fails():
-    with pytest.raises(LLMConfigError, match="unknown role"):
+    with pytest.raises(
+        ConfigError, match=r"llm: unknown key\(s\) 'generatr' \(did you mean 'generator'"
+    ):
         llm_config_from_dict({"generatr": {}})
 
 

@@ -8,11 +8,11 @@ import httpx
 import pytest
 
 from maxcode.critique.llm_critic import LLMCritic
+from maxcode.errors import LLMConfigError
 from maxcode.llm.backend import create_backend
 from maxcode.llm.config import role_config_from_dict
-from maxcode.llm.errors import LLMConfigError
-from maxcode.llm.factory import build_critic, build_policy
 from maxcode.policy.llm_policy import LLMPolicy
+from maxcode.roles import build_critic, build_policy
 from maxcode.search.types import Observation
 
 from .helpers import cpp_task, ok_result

@@ -2,8 +2,8 @@
 
 import pytest
 
+from maxcode.errors import LLMConfigError
 from maxcode.llm.cache import ResponseCache
-from maxcode.llm.errors import LLMConfigError
 from maxcode.llm.factory import build_client
 from tests.fakes.tiny_lm import build_lora_adapter, build_tiny_lm
 

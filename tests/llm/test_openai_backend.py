@@ -5,8 +5,8 @@ import time
 
 import pytest
 
+from maxcode.errors import LLMCallFailed
 from maxcode.llm.cache import ResponseCache
-from maxcode.llm.errors import LLMCallFailed
 from maxcode.llm.fake_servers import Fault
 
 from .helpers import CPP_REFERENCE, client_for

@@ -5,8 +5,8 @@ import hashlib
 import json
 
 from maxcode.evaluate.result import EvalResult, Status, Timing
-from maxcode.llm.factory import build_critic, build_policy
 from maxcode.records import read_jsonl
+from maxcode.roles import build_critic, build_policy
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
 

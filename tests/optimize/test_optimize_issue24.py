@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from maxcode.errors import LLMConfigError
 from maxcode.llm.config import role_config_from_dict
-from maxcode.llm.errors import LLMConfigError
 from maxcode.llm.fake_servers import FakeLLMServer
 from maxcode.llm.prices import PRICES, load_prices_file, lookup
 from maxcode.records import read_jsonl

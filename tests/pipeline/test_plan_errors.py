@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from maxcode.errors import ConfigError
 from maxcode.pipeline import PipelinePlan
-from maxcode.search.config import ConfigError
 
 from .conftest import tiny_params
 

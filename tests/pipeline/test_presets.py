@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maxcode.config import load_params
+from maxcode.errors import ConfigError
+from maxcode.params import load_params, load_suite
 from maxcode.pipeline import PipelinePlan, build_suite
-from maxcode.search.config import ConfigError
 from maxcode.tasks.model import read_tasks_jsonl
 
 from .conftest import REPO, make_workdir, snakemake
@@ -101,8 +101,8 @@ def test_gpu_preset_plans_cuda_rollouts_on_one_gpu_each(tmp_path):
     assert "results/rollouts/cpp_builtin" not in proc.stdout  # params.yaml's suite is gone
     assert "results/rollouts/cuda_l2/cuda-llm+maxcode/cuda_l2-L2-1/seed2.jsonl" in proc.stdout
     assert all(p.gpus(s) == 1 for s in p.tasks)
-    # the CLI stages read the preset, not params.yaml
-    shell = plan(workdir, workdir / "presets" / "gpu.yaml", "-p", "kernelcompare_pairs")
+    # the table's CLI reads the preset, not params.yaml (the other stages get its values)
+    shell = plan(workdir, workdir / "presets" / "gpu.yaml", "-p", "kernelcompare")
     assert "--params " + str(workdir / "presets" / "gpu.yaml") in shell.stdout
 
 
@@ -143,7 +143,11 @@ def test_paper_preset_plans_on_checkouts(tmp_path):
     assert params["r2g"]["kind"] == "generative"
     assert params["r2g"]["generative"] == {"preset": "paper"}  # Qwen2.5-7B-Instruct + LoRA
     # KernelBench levels split into the paper's two columns
-    built = build_suite("kernelbench_l2", params["suites"]["kernelbench_l2"], tmp_path / "s")
+    built = build_suite(
+        "kernelbench_l2",
+        load_suite("kernelbench_l2", params["suites"]["kernelbench_l2"]),
+        tmp_path / "s",
+    )
     assert {t.metadata["level"] for t in built} == {2}
     assert [t.task_id for t in read_tasks_jsonl(tmp_path / "s" / "tasks.jsonl")] == p.tasks[
         "kernelbench_l2"
@@ -153,7 +157,7 @@ def test_paper_preset_plans_on_checkouts(tmp_path):
 def test_cuda_suite_keys_are_checked(tmp_path):
     params = preset("gpu")
     params["suites"]["cuda_l1"]["problems"] = ["x"]
-    with pytest.raises(ConfigError, match=r"suites\.cuda_l1: Additional properties"):
+    with pytest.raises(ConfigError, match=r"suites\.cuda_l1: unknown key\(s\) 'problems'"):
         PipelinePlan.from_config(params)
     params = preset("gpu")
     params["suites"]["cuda_l1"] = {"kind": "kernelbench", "root": str(tmp_path)}
@@ -162,6 +166,7 @@ def test_cuda_suite_keys_are_checked(tmp_path):
     params = preset("gpu")
     params["evaluation"]["cuda"] = {"timing_trails": 3}
     with pytest.raises(
-        ConfigError, match=r"evaluation\.cuda: unknown CUDA evaluator key.*timing_trails"
+        ConfigError,
+        match=r"evaluation\.cuda: unknown key.*timing_trails.*did you mean 'timing_trials'",
     ):
         PipelinePlan.from_config(params)

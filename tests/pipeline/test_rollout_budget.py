@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from maxcode.llm.errors import LLMConfigError
+from maxcode.errors import LLMConfigError
 from maxcode.llm.fake_servers import FakeLLMServer
+from maxcode.params import BuiltinCppSuite
 from maxcode.pipeline import build_suite, run_rollout
 from maxcode.records import read_jsonl
 
@@ -15,9 +16,7 @@ from maxcode.records import read_jsonl
 def rollout(tmp_path: Path, server: FakeLLMServer, model: str, cap: float) -> dict:
     suite = tmp_path / "suite"
     if not (suite / "tasks.jsonl").exists():
-        build_suite(
-            "s", {"kind": "builtin_cpp", "n_tests": 2, "problems": ["io_prefix_sums_endl"]}, suite
-        )
+        build_suite("s", BuiltinCppSuite(n_tests=2, problems=("io_prefix_sums_endl",)), suite)
     role = {
         "backend": "openai",
         "model": model,

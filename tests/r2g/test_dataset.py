@@ -5,13 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from maxcode.r2g.dataset import (
-    RolloutFormatError,
-    build_dataset,
-    read_dataset,
-    split_tasks,
-    write_dataset,
-)
+from maxcode.errors import RolloutFormatError
+from maxcode.r2g.dataset import build_dataset, read_dataset, split_tasks, write_dataset
 from maxcode.r2g.prompt import build_prompt
 from maxcode.r2g.synthetic import write_synthetic_rollouts
 from maxcode.records import JsonlWriter

@@ -10,20 +10,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maxcode.config import validate_params
+from maxcode.errors import ConfigError, ReferenceFormatError
 from maxcode.evaluate.result import EvalResult, Status, Timing
 from maxcode.kernelcompare.table import COLUMNS as KC_COLUMNS
-from maxcode.kernelcompare.table import load_rows, write_tables
+from maxcode.kernelcompare.table import kernelcompare_table, load_rows
+from maxcode.params import Params
 from maxcode.report.reference import (
     REFERENCE_PREFIX,
-    ReferenceFormatError,
     check_suite_benchmarks,
     kernelcompare_context,
     load_reference,
 )
 from maxcode.report.runs import read_runs
 from maxcode.report.tables import method_table, write_all
-from maxcode.search.config import ConfigError
 
 from .test_tables import rollouts  # noqa: F401  (the fixture)
 
@@ -116,7 +115,7 @@ def test_params_validation_checks_the_reference(tmp_path):
     with pytest.raises(
         ConfigError, match=r"suites\.cpp_builtin\.paper_benchmark: 'kernelbench_l3'"
     ):
-        validate_params(params)
+        Params.from_dict(params)
 
 
 def test_reference_column_in_every_format(rollouts, tmp_path):  # noqa: F811
@@ -170,9 +169,9 @@ def test_kernelcompare_table_states_its_context_and_the_reports_numbers(tmp_path
         "tables": {"reference": str(SHIPPED)},
         "kernelcompare": {"sources": {"suite": "kb"}, "model": {"name_or_path": "ckpt/ds7b"}},
     }
-    notes, extra, csv_extra = kernelcompare_context(params, list(results))
+    notes, extra, meta = kernelcompare_context(params, list(results))
     assert extra == {"reference: Correctness": ["6%", "10%", "15%"]}
-    write_tables(load_rows(results), tmp_path / "kc", notes, extra, csv_extra)
+    kernelcompare_table(load_rows(results), notes, extra, meta).write(tmp_path, "kc")
     md = (tmp_path / "kc.md").read_text()
     assert "- preset: paper" in md and "ckpt/ds7b" in md and "- hardware: " in md
     assert "| SFT then GRPO | m | 2 | 2 | 2 | 100% | 2 | 2 | 2.00x | 15% |" in md
@@ -181,6 +180,7 @@ def test_kernelcompare_table_states_its_context_and_the_reports_numbers(tmp_path
     assert [r["reference: Correctness"] for r in rows] == ["6%", "10%", "15%"]
     assert rows[0]["preset"] == "paper" and rows[0]["models"] == "ckpt/ds7b"
     assert "% preset: paper" in (tmp_path / "kc.tex").read_text()
+    assert "<td>15%</td>" in (tmp_path / "kc.html").read_text()  # the report's view too
     # a suite shown next to no benchmark gets the column, with no numbers
     params["suites"]["kb"]["paper_benchmark"] = None
     assert kernelcompare_context(params, list(results))[1] == {

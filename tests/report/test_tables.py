@@ -5,8 +5,9 @@ import json
 
 import pytest
 
+from maxcode.errors import RolloutIncompleteError
 from maxcode.records import read_jsonl
-from maxcode.report.runs import RolloutIncompleteError, read_run, read_runs
+from maxcode.report.runs import read_run, read_runs
 from maxcode.report.stats import average_ranks, bootstrap_ci
 from maxcode.report.tables import write_all
 from maxcode.search.config import MethodConfig

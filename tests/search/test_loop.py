@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from maxcode.errors import RunMismatch
 from maxcode.records import read_jsonl
 from maxcode.search.config import Budget, MethodConfig
 from maxcode.search.loop import RunContext, run_search
 from maxcode.search.returns import candidate_returns, step_returns
-from maxcode.search.types import RunMismatch
 
 from .conftest import EchoCritic, LengthReranker, ScriptedEvaluator, ScriptedPolicy
 
@@ -174,7 +174,7 @@ def test_step_in_flight_is_set_aside_not_deleted(task, tmp_path):
 
 
 def test_a_budget_hit_while_critiquing_ends_the_step_with_its_records(task, tmp_path):
-    from maxcode.llm.errors import BudgetExceeded
+    from maxcode.errors import BudgetExceeded
 
     class CappedCritic(EchoCritic):
         def critique(self, task, source, result):
@@ -227,7 +227,7 @@ def test_missing_critic_is_a_clear_error(task, tmp_path):
 
 
 def test_llm_budget_exceeded_ends_the_run_cleanly(task, tmp_path):
-    from maxcode.llm.errors import BudgetExceeded
+    from maxcode.errors import BudgetExceeded
 
     class SpendingPolicy(ScriptedPolicy):
         def propose(self, obs, k, rng):

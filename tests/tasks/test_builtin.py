@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from maxcode.errors import TaskFormatError
 from maxcode.policy.cpp_transforms import TRANSFORMS
 from maxcode.tasks import builtin
 from maxcode.tasks.builtin import (
@@ -18,7 +19,6 @@ from maxcode.tasks.builtin import (
     load_builtin_problem,
     materialize_builtin_cpp,
 )
-from maxcode.tasks.model import TaskFormatError
 from maxcode.tasks.pie import load_pie_records
 
 # Cheap to compile and run: used where a test builds a suite.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from maxcode.tasks.model import TaskFormatError
+from maxcode.errors import TaskFormatError
 from maxcode.tasks.pie import load_pie_records, record_format
 
 

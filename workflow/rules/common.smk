@@ -1,7 +1,7 @@
 # Validate params before any job runs, then derive the job lists from them.
 from pathlib import Path
 
-from maxcode.pipeline import PipelinePlan
+from maxcode.pipeline import ROLLOUT, SUITE_DIR, PipelinePlan, clean_inflight
 
 PLAN = PipelinePlan.from_config(config, source=PARAMS_FILE)
 
@@ -18,7 +18,9 @@ wildcard_constraints:
 def final_outputs():
     """Tables, the reward-to-go model's held-out ranking (made even when no rerank table
     reads it), and KernelCompare's table."""
-    kernelcompare = multiext("results/tables/kernelcompare", ".md", ".csv", ".tex")
+    kernelcompare = multiext(
+        "results/tables/kernelcompare", ".md", ".csv", ".tex", ".html"
+    )
     return (
         PLAN.table_outputs()
         + ["results/r2g/ranking.json"]
@@ -28,7 +30,7 @@ def final_outputs():
 
 def rollout_inputs(wildcards):
     """The suite's tasks, plus the reward-to-go model when the method reranks with it."""
-    inputs = {"suite": f"data/suites/{wildcards.suite}"}
+    inputs = {"suite": SUITE_DIR.format(suite=wildcards.suite)}
     if PLAN.methods[wildcards.method].rerank == "model":
         inputs["model"] = "models/r2g"
     return inputs
@@ -82,3 +84,10 @@ def tables_inputs(wildcards):
     if config["tables"].get("reference"):
         inputs["reference"] = config["tables"]["reference"]
     return inputs
+
+
+def kc_sections(*names):
+    """The named kernelcompare sections, as written in params: a KernelCompare rule
+    passes the ones its stage reads, so a change there (and only there) reruns it."""
+    kc = config["kernelcompare"]
+    return {name: kc[name] for name in names if name in kc}

@@ -1,5 +1,8 @@
-KC = config["kernelcompare"]["sources"]
-KC_TASKS = f"data/suites/{KC['suite']}"
+# Each rule passes its stage the params sections it reads (plain values, so Snakemake
+# reruns exactly the stages whose values change); the script loads them strictly.
+KC = config["kernelcompare"]
+KC_SOURCES = KC["sources"]
+KC_TASKS = SUITE_DIR.format(suite=KC_SOURCES["suite"])
 KC_STAGES = {
     "base": None,
     "sft": "models/kernelcompare/sft",
@@ -19,21 +22,17 @@ rule kernelcompare_pairs:
     conda:
         "../../envs/train.yaml"
     params:
-        file=PARAMS_FILE,
-        trees=" ".join(
-            f"--{suite} {KC[suite]}"
-            for suite in ("parboil", "rodinia")
-            if KC.get(suite)
-        ),
-    shell:
-        "maxcode kernelcompare extract {params.trees} --out {output.pairs} "
-        "--params {params.file} > {log} 2>&1"
+        kernelcompare=kc_sections("sources", "extract", "harness"),
+        generator=config["llm"].get("generator"),
+        llm_cache=".cache/kernelcompare",
+    script:
+        "../scripts/kernelcompare.py"
 
 
 rule kernelcompare_split:
     """The tasks split 80/20 with seed 42, the same on every machine."""
     input:
-        KC_TASKS,
+        tasks=KC_TASKS,
     output:
         "data/kernelcompare/split.json",
     log:
@@ -41,16 +40,15 @@ rule kernelcompare_split:
     conda:
         "../../envs/train.yaml"
     params:
-        file=PARAMS_FILE,
-    shell:
-        "maxcode kernelcompare split --tasks {input}/tasks.jsonl --out {output} "
-        "--params {params.file} > {log} 2>&1"
+        kernelcompare=kc_sections("split"),
+    script:
+        "../scripts/kernelcompare.py"
 
 
 rule kernelcompare_sft:
     """LoRA SFT on the pairs with the report's recipe."""
     input:
-        "data/kernelcompare/pairs.jsonl",
+        pairs="data/kernelcompare/pairs.jsonl",
     output:
         directory("models/kernelcompare/sft"),
     log:
@@ -58,9 +56,9 @@ rule kernelcompare_sft:
     conda:
         "../../envs/train.yaml"
     params:
-        file=PARAMS_FILE,
-    shell:
-        "maxcode kernelcompare sft --pairs {input} --out {output} --params {params.file} > {log} 2>&1"
+        kernelcompare=kc_sections("model", "sft"),
+    script:
+        "../scripts/kernelcompare.py"
 
 
 rule kernelcompare_grpo:
@@ -76,11 +74,11 @@ rule kernelcompare_grpo:
     conda:
         "../../envs/train.yaml"
     params:
-        file=PARAMS_FILE,
-    shell:
-        "maxcode kernelcompare grpo --tasks {input.tasks}/tasks.jsonl --split {input.split} "
-        "--out {output} --init-adapter {input.sft} --cache-dir .cache --params {params.file} "
-        "> {log} 2>&1"
+        kernelcompare=kc_sections("model", "grpo"),
+        evaluation=config["evaluation"],
+        cache_dir=".cache",
+    script:
+        "../scripts/kernelcompare.py"
 
 
 rule kernelcompare_heldout:
@@ -100,15 +98,12 @@ rule kernelcompare_heldout:
     conda:
         "../../envs/train.yaml"
     params:
-        file=PARAMS_FILE,
+        kernelcompare=kc_sections("model", "heldout"),
+        evaluation=config["evaluation"],
         row=lambda w: KC_ROWS[w.kcstage],
-        adapter=lambda w, input: (
-            f"--adapter {input.adapter}" if "adapter" in input.keys() else ""
-        ),
-    shell:
-        "maxcode kernelcompare heldout --stage '{params.row}' --tasks {input.tasks}/tasks.jsonl "
-        "--split {input.split} --out {output} {params.adapter} --cache-dir .cache "
-        "--params {params.file} > {log} 2>&1"
+        cache_dir=".cache",
+    script:
+        "../scripts/kernelcompare.py"
 
 
 rule kernelcompare_table:
@@ -118,7 +113,9 @@ rule kernelcompare_table:
     output:
         [
             reported(p)
-            for p in multiext("results/tables/kernelcompare", ".md", ".csv", ".tex")
+            for p in multiext(
+                "results/tables/kernelcompare", ".md", ".csv", ".tex", ".html"
+            )
         ],
     log:
         "logs/kernelcompare/table.log",

@@ -3,11 +3,11 @@ rule rollout:
     input:
         unpack(rollout_inputs),
     output:
-        "results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl",
+        ROLLOUT,
     log:
         "logs/{stage}/{suite}/{method}/{task}/seed{seed}.log",
     conda:
-        "../../envs/cpu-eval.yaml"
+        lambda wildcards: PLAN.conda_env(wildcards.suite)
     threads: 1
     resources:
         gpu=lambda wildcards: PLAN.gpus(wildcards.suite),

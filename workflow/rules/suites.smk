@@ -1,7 +1,7 @@
 rule suite:
     """Normalized tasks of one suite: tasks.jsonl plus PIE-layout tests."""
     output:
-        directory("data/suites/{suite}"),
+        directory(SUITE_DIR),
     log:
         "logs/suites/{suite}.log",
     conda:

@@ -7,7 +7,7 @@ import re
 
 from maxcode.evaluate.result import EvalResult
 from maxcode.llm.client import LLMClient
-from maxcode.llm.prompts import critique_prompt
+from maxcode.policy.prompts import critique_prompt
 from maxcode.search.types import Critique
 from maxcode.tasks.model import Task
 

@@ -13,10 +13,11 @@ import math
 import re
 from dataclasses import dataclass
 
+from maxcode.errors import TaskFormatError
 from maxcode.evaluate.result import EvalResult, Status
 from maxcode.policy.cpp_transforms import TRANSFORMS, CppSource
 from maxcode.search.types import Critique
-from maxcode.tasks.model import Task, TaskFormatError
+from maxcode.tasks.model import Task
 
 # Growth exponents at or above this, across test sizes, read as super-linear work.
 SUPERLINEAR_EXPONENT = 1.4

@@ -13,10 +13,11 @@ from typing import Annotated
 
 import typer
 
+from maxcode.errors import TaskFormatError
 from maxcode.evaluate.compile import CompilerError
 from maxcode.evaluate.cpp import TIMING_MODES, CppEvalConfig, CppEvaluator, EvaluatorError
 from maxcode.evaluate.sandbox import SandboxError
-from maxcode.tasks.model import Task, TaskFormatError
+from maxcode.tasks.model import Task
 
 app = typer.Typer(help="Evaluate candidate programs.", no_args_is_help=True)
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from maxcode.evaluate.compile import PIE_FLAGS, Compiler
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
 from maxcode.evaluate.sandbox import Limits, RunOutcome, Sandbox, cpu_slot
+from maxcode.loader import load
 from maxcode.records import atomic_write_json
 from maxcode.tasks.model import Task, TestCase
 
@@ -69,22 +70,23 @@ class CppEvalConfig:
         },
     )
     repeats: int = field(
-        default=5, metadata={"help": "timed runs per test and program in wall mode"}
+        default=5, metadata={"help": "timed runs per test and program in wall mode", "min": 1}
     )
     time_limit_s: float = field(
-        default=10.0, metadata={"help": "wall-clock limit per native run (PIE: 10 s)"}
+        default=10.0,
+        metadata={"help": "wall-clock limit per native run (PIE: 10 s)", "exclusive_min": 0},
     )
     memory_mb: int = field(
-        default=500, metadata={"help": "address-space limit per run in MiB (PIE: 500)"}
+        default=500, metadata={"help": "address-space limit per run in MiB (PIE: 500)", "min": 1}
     )
     output_limit_bytes: int = field(
-        default=16 << 20, metadata={"help": "stdout cap per run; beyond it: output_limit"}
+        default=16 << 20, metadata={"help": "stdout cap per run; beyond it: output_limit", "min": 1}
     )
     max_processes: int = field(
         default=16, metadata={"help": "processes+threads a candidate may have at once"}
     )
     float_tolerance: float = field(
-        default=1e-3, metadata={"help": "absolute tolerance for float lines (PIE: 1e-3)"}
+        default=1e-3, metadata={"help": "absolute tolerance for float lines (PIE: 1e-3)", "min": 0}
     )
     check_exit_status: bool = field(
         default=True,
@@ -95,10 +97,14 @@ class CppEvalConfig:
     )
     valgrind_slowdown: float = field(
         default=60.0,
-        metadata={"help": "time-limit factor for runs under valgrind (instructions, profile)"},
+        metadata={
+            "help": "time-limit factor for runs under valgrind (instructions, profile)",
+            "min": 1,
+        },
     )
     workers: int = field(
-        default=0, metadata={"help": "parallel evaluations in evaluate_many; 0 = all CPUs"}
+        default=0,
+        metadata={"help": "parallel evaluations in evaluate_many; 0 = all CPUs", "min": 0},
     )
     pin_cpus: bool = field(
         default=True, metadata={"help": "pin each concurrent evaluation to its own CPU"}
@@ -136,13 +142,9 @@ class CppEvalConfig:
             )
 
     @classmethod
-    def from_dict(cls, d: dict) -> CppEvalConfig:
-        """Strict: an unknown key is an error that lists the known ones."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown CppEvalConfig keys {unknown}; known keys: {sorted(known)}")
-        return cls(**d)
+    def from_dict(cls, d: dict | None, where: str = "evaluation.cpp") -> CppEvalConfig:
+        """Through the one strict loader: a bad key or value names its key path."""
+        return load(cls, d, where)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -1,18 +1,17 @@
 """Configuration of the KernelCompare stages that do not train (extraction, split).
 
-Every default is written once, on its field; ``from_mapping`` is strict, so a
+Every default is written once, on its field; they load through the one strict loader (``maxcode.loader``), so a
 misspelled key in ``params.yaml`` stops the run with the allowed keys listed.
 """
 
 from __future__ import annotations
 
-import difflib
 import shutil
-from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import TypeVar
 
+from maxcode.errors import ConfigError
 from maxcode.kernelcompare.naive import TRANSFORMS
-from maxcode.search.config import ConfigError
 
 T = TypeVar("T")
 
@@ -21,35 +20,6 @@ SYSTEM_PROMPT = (
     "provide an optimized version that improves performance while maintaining the same "
     "functionality."
 )
-
-
-def from_mapping(cls: type[T], mapping: dict[str, Any] | None, where: str) -> T:
-    """Build a config dataclass from a params mapping; unknown keys fail with a suggestion."""
-    mapping = dict(mapping or {})
-    names = {f.name for f in fields(cls) if f.init}  # type: ignore[arg-type]
-    unknown = sorted(set(mapping) - names)
-    if unknown:
-        hints = []
-        for key in unknown:
-            close = " or ".join(repr(c) for c in difflib.get_close_matches(key, names, n=3))
-            hints.append(f"{key!r}" + (f" (did you mean {close}?)" if close else ""))
-        allowed = (
-            f"allowed keys: {sorted(names)}"
-            if len(names) <= 30
-            else f"allowed keys are the fields of {cls.__name__} ({len(names)} of them)"
-        )
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(hints)}; {allowed}")
-    for f in fields(cls):  # type: ignore[arg-type]
-        if f.name in mapping and isinstance(mapping[f.name], list):
-            default = f.default if f.default is not MISSING else None
-            if isinstance(default, tuple):
-                mapping[f.name] = tuple(
-                    tuple(v) if isinstance(v, list) else v for v in mapping[f.name]
-                )
-    try:
-        return cls(**mapping)
-    except TypeError as err:
-        raise ConfigError(f"{where}: {err}") from err
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from maxcode.errors import ConfigError
 from maxcode.kernelcompare.config import ExtractConfig
 from maxcode.kernelcompare.cudaparse import DeviceCode, isolate
 from maxcode.kernelcompare.harness import HarnessConfig, check_outputs
 from maxcode.kernelcompare.naive import NaiveVariantGenerator
 from maxcode.kernelcompare.techniques import describe, differing, features
-from maxcode.search.config import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from maxcode.evaluate.result import EvalResult, Status, reward_of
 from maxcode.kernelcompare.models import ModelSpec, load_model_and_tokenizer
 from maxcode.kernelcompare.sft import LoraFields
 from maxcode.llm.extract import extract_code
-from maxcode.llm.prompts import generator_prompt
+from maxcode.policy.prompts import generator_prompt
 from maxcode.records import JsonlWriter, atomic_write_json, code_version, hardware_fingerprint
 from maxcode.search.types import Evaluator, Observation
 from maxcode.tasks.model import Task

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import tree_sitter
 
+from maxcode.errors import ConfigError
 from maxcode.evaluate.sandbox import Limits, Sandbox
 from maxcode.kernelcompare.cudaparse import isolate, parse
 from maxcode.kernelcompare.techniques import features
-from maxcode.search.config import ConfigError
 
 ARITHMETIC = {
     "float": "float",

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from maxcode.kernelcompare.config import ExtractConfig, SplitConfig, from_mapping
+from maxcode.errors import ConfigError
+from maxcode.kernelcompare.config import ExtractConfig, SplitConfig
 from maxcode.kernelcompare.harness import HarnessConfig
 from maxcode.kernelcompare.models import ModelSpec
-from maxcode.search.config import ConfigError
+from maxcode.loader import load, reject_unknown
 
 SECTIONS = ("sources", "extract", "harness", "split", "model", "sft", "grpo", "heldout")
 
@@ -60,14 +61,12 @@ class KernelCompareParams:
     def sft_config(self, **overrides: Any):
         from maxcode.kernelcompare.sft import KernelCompareSFTConfig
 
-        return from_mapping(KernelCompareSFTConfig, {**self.sft, **overrides}, "kernelcompare.sft")
+        return load(KernelCompareSFTConfig, {**self.sft, **overrides}, "kernelcompare.sft")
 
     def grpo_config(self, **overrides: Any):
         from maxcode.kernelcompare.grpo import KernelCompareGRPOConfig
 
-        return from_mapping(
-            KernelCompareGRPOConfig, {**self.grpo, **overrides}, "kernelcompare.grpo"
-        )
+        return load(KernelCompareGRPOConfig, {**self.grpo, **overrides}, "kernelcompare.grpo")
 
     def require_model(self) -> ModelSpec:
         if self.model is None:
@@ -80,21 +79,19 @@ class KernelCompareParams:
 
 def load_kernelcompare_params(params: dict | None) -> KernelCompareParams:
     block = dict((params or {}).get("kernelcompare") or {})
-    unknown = sorted(set(block) - set(SECTIONS))
-    if unknown:
-        raise ConfigError(f"kernelcompare: unknown section(s) {unknown}; allowed: {list(SECTIONS)}")
+    reject_unknown(block, list(SECTIONS), "kernelcompare", extra=[])
     model = block.get("model")
     return KernelCompareParams(
         sources=(
-            from_mapping(SourcesConfig, block["sources"], "kernelcompare.sources")
+            load(SourcesConfig, block["sources"], "kernelcompare.sources")
             if block.get("sources")
             else None
         ),
-        extract=from_mapping(ExtractConfig, block.get("extract"), "kernelcompare.extract"),
-        harness=from_mapping(HarnessConfig, block.get("harness"), "kernelcompare.harness"),
-        split=from_mapping(SplitConfig, block.get("split"), "kernelcompare.split"),
-        model=from_mapping(ModelSpec, model, "kernelcompare.model") if model else None,
-        heldout=from_mapping(HeldoutConfig, block.get("heldout"), "kernelcompare.heldout"),
+        extract=load(ExtractConfig, block.get("extract"), "kernelcompare.extract"),
+        harness=load(HarnessConfig, block.get("harness"), "kernelcompare.harness"),
+        split=load(SplitConfig, block.get("split"), "kernelcompare.split"),
+        model=load(ModelSpec, model, "kernelcompare.model") if model else None,
+        heldout=load(HeldoutConfig, block.get("heldout"), "kernelcompare.heldout"),
         sft=dict(block.get("sft") or {}),
         grpo=dict(block.get("grpo") or {}),
     )

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from trl import SFTConfig
 
+from maxcode.errors import ConfigError
 from maxcode.kernelcompare.models import ModelSpec, load_model_and_tokenizer
 from maxcode.kernelcompare.records import read_dataset
 from maxcode.records import atomic_write_json, code_version, hardware_fingerprint
-from maxcode.search.config import ConfigError
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 

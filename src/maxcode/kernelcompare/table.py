@@ -8,8 +8,6 @@ come from ``maxcode.report.reference.kernelcompare_context``.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import statistics
 from collections.abc import Sequence
@@ -18,6 +16,7 @@ from pathlib import Path
 
 from maxcode.evaluate.result import EvalResult
 from maxcode.records import read_jsonl
+from maxcode.report.tables import Table
 
 REDUCTION = 0.33  # the report counts kernels with at least 33% runtime reduction
 
@@ -122,66 +121,15 @@ def _row_cells(rows: list[StageRow], extra: Extra | None) -> list[list[str]]:
     ]
 
 
-def to_markdown(rows: list[StageRow], notes: Sequence[str] = (), extra: Extra | None = None) -> str:
-    columns = _columns(extra)
-    lines = [f"- {n}" for n in notes] + ([""] if notes else [])
-    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in _row_cells(rows, extra)]
-    return "\n".join(lines) + "\n"
+TITLE = "KernelCompare: held-out results per training stage"
 
 
-def to_csv(rows: list[StageRow], extra: Extra | None = None) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(_columns(extra))
-    writer.writerows(_row_cells(rows, extra))
-    return buf.getvalue()
-
-
-def _tex_escape(text: str) -> str:
-    for char, repl in (
-        ("\\", r"\textbackslash{}"),
-        ("%", r"\%"),
-        ("&", r"\&"),
-        ("_", r"\_"),
-        ("#", r"\#"),
-    ):
-        text = text.replace(char, repl)
-    return text.replace(">=", r"$\geq$")
-
-
-def to_latex(rows: list[StageRow], notes: Sequence[str] = (), extra: Extra | None = None) -> str:
-    columns = _columns(extra)
-    lines = [f"% {n}" for n in notes] + [
-        r"\begin{tabular}{ll" + "r" * (len(columns) - 2) + "}",
-        r"\toprule",
-        " & ".join(_tex_escape(c) for c in columns) + r" \\",
-        r"\midrule",
-    ]
-    lines += [" & ".join(map(_tex_escape, cells)) + r" \\" for cells in _row_cells(rows, extra)]
-    lines += [r"\bottomrule", r"\end{tabular}"]
-    return "\n".join(lines) + "\n"
-
-
-def write_tables(
+def kernelcompare_table(
     rows: list[StageRow],
-    out_prefix: Path,
     notes: Sequence[str] = (),
     extra: Extra | None = None,
-    csv_extra: Extra | None = None,
-) -> list[Path]:
-    """Markdown and LaTeX carry ``notes`` as a header; CSV gets ``csv_extra`` columns instead."""
-    from maxcode.records import atomic_write_text
-
-    out_prefix = Path(out_prefix)
-    texts = {
-        ".md": to_markdown(rows, notes, extra),
-        ".csv": to_csv(rows, {**(extra or {}), **(csv_extra or {})}),
-        ".tex": to_latex(rows, notes, extra),
-    }
-    written = []
-    for suffix, text in texts.items():
-        path = out_prefix.with_name(out_prefix.name + suffix)
-        atomic_write_text(path, text)
-        written.append(path)
-    return written
+    meta: dict[str, str] | None = None,
+) -> Table:
+    """The table in the project's one table type (md, csv, tex, html from report.tables);
+    ``notes`` head md, tex and html, ``meta`` (run context) closes every CSV row."""
+    return Table(TITLE, _columns(extra), _row_cells(rows, extra), list(notes), meta)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 
+from maxcode.errors import LLMConfigError
 from maxcode.llm.config import RoleConfig
-from maxcode.llm.errors import LLMConfigError
 from maxcode.llm.usage import Usage
 
 
@@ -127,7 +127,7 @@ def create_backend(cfg: RoleConfig) -> ChatBackend:
     if cfg.backend not in _MODULES:
         raise LLMConfigError(
             f"llm.{cfg.role}: backend {cfg.backend!r} is not a chat model; chat backends are "
-            f"{sorted(_MODULES)} (offline roles are built by maxcode.llm.factory)"
+            f"{sorted(_MODULES)} (offline roles are built by maxcode.roles)"
         )
     module, package = _MODULES[cfg.backend]
     try:

@@ -11,10 +11,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from maxcode.errors import BudgetExceeded, LLMCallFailed, LLMConfigError
 from maxcode.llm.backend import ChatBackend, Completion, SamplingParams
 from maxcode.llm.cache import ResponseCache, cache_key
 from maxcode.llm.config import LLMBudget, RoleConfig
-from maxcode.llm.errors import BudgetExceeded, LLMCallFailed, LLMConfigError
 from maxcode.llm.usage import Usage
 
 log = logging.getLogger(__name__)

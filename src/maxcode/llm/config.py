@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 from urllib.parse import urlsplit
 
-from maxcode.llm.errors import LLMConfigError
+from maxcode.errors import LLMConfigError
 from maxcode.llm.prices import Price, lookup
+from maxcode.loader import load, reject_unknown
 
 BACKEND_NAMES = ("offline", "openai", "anthropic", "hf")
 ROLES = ("generator", "critic", "reward_to_go")
@@ -94,15 +95,21 @@ class RoleConfig:
     retry_max_s: float = field(default=60.0, metadata={"help": "cap on one backoff delay"})
     price_input_per_mtok: float | None = field(
         default=None,
-        metadata={"help": "USD per 1M input tokens; null: the price table (maxcode.llm.prices)"},
+        metadata={
+            "help": "USD per 1M input tokens; null: the price table (maxcode.llm.prices)",
+            "min": 0,
+        },
     )
     price_output_per_mtok: float | None = field(
         default=None,
-        metadata={"help": "USD per 1M output tokens; null: the price table"},
+        metadata={"help": "USD per 1M output tokens; null: the price table", "min": 0},
     )
     price_cached_input_per_mtok: float | None = field(
         default=None,
-        metadata={"help": "USD per 1M prompt-cache-hit input tokens; null: the input price"},
+        metadata={
+            "help": "USD per 1M prompt-cache-hit input tokens; null: the input price",
+            "min": 0,
+        },
     )
     cache_path: str | None = field(
         default=None,
@@ -225,35 +232,12 @@ class RoleConfig:
 
 
 def role_config_from_dict(role: str, d: dict[str, Any] | None) -> RoleConfig:
-    """Strict: an unknown key (in the role or its budget) fails with the allowed keys."""
-    d = dict(d or {})
-    known = {f.name for f in fields(RoleConfig)} - {"role"}
-    unknown = set(d) - known
-    if unknown:
-        raise LLMConfigError(
-            f"llm.{role}: unknown key(s) {sorted(unknown)}; allowed: {sorted(known)}"
-        )
-    budget = d.pop("budget", None) or {}
-    if not isinstance(budget, dict):
-        raise LLMConfigError(f"llm.{role}.budget: must be a mapping, got {type(budget).__name__}")
-    budget_known = {f.name for f in fields(LLMBudget)}
-    if set(budget) - budget_known:
-        raise LLMConfigError(
-            f"llm.{role}.budget: unknown key(s) {sorted(set(budget) - budget_known)}; "
-            f"allowed: {sorted(budget_known)}"
-        )
-    try:
-        return RoleConfig(role=role, budget=LLMBudget(**budget), **d)
-    except LLMConfigError as err:
-        if str(err).startswith("budget."):
-            raise LLMConfigError(f"llm.{role}.{err}") from None
-        raise
+    """The ``llm.<role>`` block through the one strict loader (budget included)."""
+    return load(RoleConfig, d, f"llm.{role}", role=role)
 
 
 def llm_config_from_dict(d: dict[str, Any] | None) -> dict[str, RoleConfig]:
     """The whole ``llm:`` block: one RoleConfig per role (missing roles are offline)."""
     d = dict(d or {})
-    unknown = set(d) - set(ROLES)
-    if unknown:
-        raise LLMConfigError(f"llm: unknown role(s) {sorted(unknown)}; allowed: {list(ROLES)}")
+    reject_unknown(d, list(ROLES), "llm", extra=[])
     return {role: role_config_from_dict(role, d.get(role)) for role in ROLES}

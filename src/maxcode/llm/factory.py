@@ -1,13 +1,11 @@
-"""Build each role from its ``params.yaml`` block: LLM-backed, or the offline programs.
+"""An LLM role's client from its ``params.yaml`` block: backend, response cache, budgets.
 
-``build_policy`` / ``build_critic`` are what the search loop calls; ``backend:
-offline`` returns the non-LLM policy and critic, so every role goes through one
-registry and a method's config alone decides who proposes and who critiques.
+The policy and critic around a client (or the offline programs for ``backend:
+offline``) are built by ``maxcode.roles``, which sits above this layer.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,18 +13,9 @@ from typing import Any
 from maxcode.llm.backend import create_backend
 from maxcode.llm.cache import ResponseCache
 from maxcode.llm.client import BudgetTracker, LLMClient
-from maxcode.llm.config import LLMBudget, RoleConfig, role_config_from_dict
-from maxcode.llm.errors import LLMConfigError
-from maxcode.search.config import Budget
-from maxcode.search.types import Critic, Policy
+from maxcode.llm.config import RoleConfig, role_config_from_dict
 
 CACHE_FILE = "llm_responses.sqlite"
-# The non-LLM policies per task language (module, class); constructed without arguments.
-OFFLINE_POLICIES = {
-    "cpp": ("maxcode.policy.offline_cpp", "OfflineCppPolicy"),
-    "cuda": ("maxcode.policy.offline_cuda", "OfflineCudaPolicy"),
-}
-OFFLINE_CRITIC = ("maxcode.critique.offline", "OfflineCritic")
 
 _CACHES: dict[Path, ResponseCache] = {}
 _CACHES_LOCK = threading.Lock()
@@ -64,74 +53,3 @@ def build_client(
     if cache is None and (cfg.cache_path or cache_dir is not None):
         cache = open_cache(cfg.cache_path or Path(cache_dir) / CACHE_FILE)  # type: ignore[arg-type]
     return LLMClient(create_backend(cfg), cache=cache, run_budget=run_budget)
-
-
-def build_policy(
-    cfg: RoleConfig | dict[str, Any] | None,
-    *,
-    language: str = "cpp",
-    cache_dir: Path | None = None,
-    cache: ResponseCache | None = None,
-    run_budget: BudgetTracker | None = None,
-) -> Policy:
-    """The generator role for tasks in ``language``; a new budget per call: once per run."""
-    cfg = _role(cfg, "generator")
-    if cfg.backend == "offline":
-        if language not in OFFLINE_POLICIES:
-            raise LLMConfigError(f"llm.generator: no offline policy for language {language!r}")
-        return _offline(*OFFLINE_POLICIES[language], f"{language} tasks")
-    from maxcode.policy.llm_policy import LLMPolicy
-
-    return LLMPolicy(
-        build_client(cfg, "generator", cache_dir=cache_dir, cache=cache, run_budget=run_budget)
-    )
-
-
-def build_critic(
-    cfg: RoleConfig | dict[str, Any] | None,
-    *,
-    language: str = "cpp",
-    cache_dir: Path | None = None,
-    cache: ResponseCache | None = None,
-    run_budget: BudgetTracker | None = None,
-) -> Critic:
-    """The critic role (the paper's critique model); the offline critic reads any language."""
-    cfg = _role(cfg, "critic")
-    if cfg.backend == "offline":
-        return _offline(*OFFLINE_CRITIC, f"{language} tasks")
-    from maxcode.critique.llm_critic import LLMCritic
-
-    return LLMCritic(
-        build_client(cfg, "critic", cache_dir=cache_dir, cache=cache, run_budget=run_budget)
-    )
-
-
-def run_budget(budget: Budget, fix: str) -> BudgetTracker | None:
-    """The search's own token and dollar limits, shared by every role of one run."""
-    if budget.max_tokens is None and budget.max_cost_usd is None:
-        return None
-    limits = LLMBudget(max_tokens=budget.max_tokens, max_cost_usd=budget.max_cost_usd)
-    return BudgetTracker("this run", limits, fix)
-
-
-def require_prices(roles: list[RoleConfig], budget: Budget, how: str) -> None:
-    """A dollar budget needs every LLM role's price: an unknown one would count as free."""
-    if budget.max_cost_usd is None:
-        return
-    for cfg in roles:
-        if cfg.price is None:
-            raise LLMConfigError(
-                f"a budget in dollars needs the price of {cfg.identity} ({cfg.role}), which is "
-                f"not in the price table; {how}"
-            )
-
-
-def _offline(module: str, name: str, what: str) -> Any:
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as err:
-        raise LLMConfigError(
-            f"backend offline: {module}.{name} is not available for {what} ({err}); "
-            "use an LLM backend for this role"
-        ) from None
-    return cls()

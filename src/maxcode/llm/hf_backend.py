@@ -13,9 +13,9 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from maxcode.errors import LLMConfigError
 from maxcode.llm.backend import ChatBackend, Completion, SamplingParams, register_backend
 from maxcode.llm.config import RoleConfig
-from maxcode.llm.errors import LLMConfigError
 
 
 @register_backend

@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from maxcode.llm.errors import LLMConfigError
+from maxcode.errors import LLMConfigError
 
 
 @dataclass(frozen=True)

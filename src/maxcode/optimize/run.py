@@ -14,16 +14,17 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
 from rich.console import Console
 
+from maxcode.errors import ConfigError, LLMConfigError, RunMismatch
 from maxcode.evaluate.result import Status
 from maxcode.llm.config import role_config_from_dict
-from maxcode.llm.errors import LLMConfigError
 from maxcode.llm.prices import load_prices_file, lookup
+from maxcode.loader import load
 from maxcode.optimize.target import (
     TargetError,
     cpp_task,
@@ -32,10 +33,10 @@ from maxcode.optimize.target import (
     make_tests,
     read_target,
 )
+from maxcode.params import EvaluationParams
 from maxcode.records import atomic_write_text, provenance, read_jsonl, sha256_text
-from maxcode.search.config import Budget, MethodConfig
+from maxcode.search.config import MethodConfig, method_from_params
 from maxcode.search.loop import GROWABLE, RunContext, differences, run_search
-from maxcode.search.types import RunMismatch
 
 PRESETS = Path(__file__).resolve().parents[3] / "presets"
 DEFAULT_PARAMS = PRESETS / "offline.yaml"
@@ -129,31 +130,46 @@ def load_method_params(path: Path | None) -> dict:
 
 def method_config(opts: OptimizeOptions, params: dict) -> MethodConfig:
     """The method as params define it, sized and capped by the command line."""
-    from maxcode.config import resolve_methods
-
     name = opts.method
     if name == "maxcode":
         name = R2G_METHOD if opts.r2g_model else METHOD_ALIASES[name]
-    methods = resolve_methods(params)
+    methods = params["methods"]
     if name not in methods:
         raise TargetError(
             f"--method {opts.method}: not defined in {opts.params or DEFAULT_PARAMS}; "
             f"choose maxcode or one of {sorted(methods)}"
         )
-    method = methods[name]
+    try:
+        method = method_from_params(name, params.get("search") or {}, methods[name])
+    except ConfigError as err:
+        raise TargetError(f"--params {opts.params or DEFAULT_PARAMS}: {err}") from None
     if method.rerank == "model" and not opts.r2g_model:
         raise TargetError(f"--method {opts.method}: reranks with a model; pass --r2g-model DIR")
-    depth = opts.depth or method.depth
     k = opts.k or method.k
-    cfg = method.to_dict()
-    if cfg["execute_top_m"] is not None:
-        cfg["execute_top_m"] = min(cfg["execute_top_m"], k)
-    budget = {**cfg.pop("budget")}
+    budget = method.budget
     if opts.budget_evals is not None:
-        budget["max_evaluations"] = opts.budget_evals
+        budget = replace(budget, max_evaluations=opts.budget_evals)
     if opts.budget_usd is not None:
-        budget["max_cost_usd"] = opts.budget_usd
-    return MethodConfig(**{**cfg, "depth": depth, "k": k, "budget": Budget(**budget)})
+        budget = replace(budget, max_cost_usd=opts.budget_usd)
+    return replace(
+        method,
+        depth=opts.depth or method.depth,
+        k=k,
+        execute_top_m=None if method.execute_top_m is None else min(method.execute_top_m, k),
+        budget=budget,
+    )
+
+
+def evaluation_params(opts: OptimizeOptions, kind: str, params: dict) -> EvaluationParams:
+    """The params' ``evaluation:`` block; a C++ target's timing mode from --timing, else it."""
+    try:
+        evaluation = load(EvaluationParams, params.get("evaluation"), "evaluation")
+    except ConfigError as err:
+        raise TargetError(f"--params {opts.params or DEFAULT_PARAMS}: {err}") from None
+    if kind == "cpp":
+        opts.timing = opts.timing or evaluation.cpp.timing
+        evaluation = replace(evaluation, cpp=replace(evaluation.cpp, timing=opts.timing))
+    return evaluation
 
 
 def role_config(opts: OptimizeOptions, params: dict) -> dict:
@@ -275,11 +291,7 @@ def optimize(opts: OptimizeOptions, console: Console | None = None) -> dict:
     params = load_method_params(opts.params)
     method = method_config(opts, params)
     role = role_config(opts, params)
-    evaluation = dict(params.get("evaluation") or {})
-    if kind == "cpp":
-        timing = opts.timing or (evaluation.get("cpp") or {}).get("timing", "instructions")
-        evaluation["cpp"] = {**(evaluation.get("cpp") or {}), "timing": timing}
-        opts.timing = timing
+    evaluation = evaluation_params(opts, kind, params)
     if kind == "cpp" and opts.tests is None:
         raise TargetError(
             f"{opts.target}: C++ targets need --tests DIR with input.<i>.txt/output.<i>.txt pairs "
@@ -329,9 +341,8 @@ def _first_line(opts, kind: str, method: MethodConfig, role: dict, replayed: lis
 
 
 def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> dict:
-    from maxcode.llm.factory import run_budget
     from maxcode.optimize.live import LiveView
-    from maxcode.pipeline import build_critic, build_evaluator, build_policy
+    from maxcode.roles import build_critic, build_evaluator, build_policy, run_budget
 
     run_path = opts.out / "run.jsonl"
     opts.out.mkdir(parents=True, exist_ok=True)
@@ -354,8 +365,10 @@ def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> d
         evaluator = build_evaluator("cuda", evaluation, cache, profile=method.profile)
     spend = run_budget(method.budget, "raise --budget-usd (or the method's budget in --params)")
     try:
-        policy = build_policy(role, task.language, cache, spend)
-        critic = build_critic(role, task.language, cache, spend) if method.critique else None
+        policy = build_policy(role, task.language, cache, run_budget=spend)
+        critic = (
+            build_critic(role, task.language, cache, run_budget=spend) if method.critique else None
+        )
     except LLMConfigError as err:
         raise TargetError(f"--llm {opts.llm}: {err}") from None
     reranker = None

@@ -6,7 +6,8 @@ import ast
 import shutil
 from pathlib import Path
 
-from maxcode.tasks.model import Task, TaskFormatError, discover_tests
+from maxcode.errors import TaskFormatError
+from maxcode.tasks.model import Task, discover_tests
 
 
 class TargetError(ValueError):

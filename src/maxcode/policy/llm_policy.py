@@ -7,7 +7,7 @@ import random
 
 from maxcode.llm.client import LLMClient
 from maxcode.llm.extract import extract_code
-from maxcode.llm.prompts import generator_prompt
+from maxcode.policy.prompts import generator_prompt
 from maxcode.search.types import Observation, Proposal
 
 _EXCERPT_CHARS = 2000

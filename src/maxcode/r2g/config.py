@@ -7,14 +7,12 @@ rejects unknown keys (a misspelled key would otherwise be silently ignored) and 
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import types
-import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from maxcode.search.config import ConfigError
+from maxcode.errors import ConfigError
+from maxcode.loader import load
 
 PRECISIONS = ("fp32", "bf16")
 FINETUNE_MODES = ("lora", "full")
@@ -280,61 +278,12 @@ C = TypeVar("C")
 
 
 def load_config(cls: type[C], data: dict | None, where: str) -> C:
-    """Build ``cls`` from a params mapping; unknown keys fail, ``preset`` picks a start."""
-    data = dict(data or {})
-    preset = data.pop("preset", None)
-    if preset is not None:
-        presets = PRESETS.get(cls, {})
-        if preset not in presets:
-            raise ConfigError(f"{where}.preset: {preset!r} is not one of {sorted(presets)}")
-        data = _merge(presets[preset], data)
-    return _build(cls, data, where)
+    """The one strict loader, with the presets of ``cls`` for a ``preset:`` key."""
+    return load(cls, data, where, presets=PRESETS.get(cls, {}))
 
 
 def config_to_dict(config: object) -> dict:
     return json.loads(json.dumps(asdict(config)))
-
-
-def _build(cls: type, data: dict, where: str) -> Any:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(known)}")
-    kwargs = {}
-    for name, value in data.items():
-        hint = hints[name]
-        if dataclasses.is_dataclass(hint):
-            kwargs[name] = _build(hint, value, f"{where}.{name}")
-        elif typing.get_origin(hint) is tuple:
-            if not isinstance(value, list | tuple):
-                raise ConfigError(f"{where}.{name}: expected a list, got {value!r}")
-            kwargs[name] = tuple(value)
-        else:
-            kwargs[name] = _coerce(value, hint, f"{where}.{name}")
-    return cls(**kwargs)
-
-
-def _coerce(value: Any, hint: Any, where: str) -> Any:
-    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    if float in allowed and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if any(isinstance(value, t) and not (t is int and isinstance(value, bool)) for t in allowed):
-        return value
-    names = [getattr(t, "__name__", str(t)) for t in allowed]
-    raise ConfigError(f"{where}: expected {' or '.join(names)}, got {value!r}")
-
-
-def _merge(base: dict, override: dict) -> dict:
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def _check_choice(where: str, value: str, choices: tuple[str, ...]) -> None:

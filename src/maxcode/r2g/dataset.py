@@ -18,16 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
+from maxcode.errors import RolloutFormatError
 from maxcode.r2g.prompt import PROMPT_VERSION, build_prompt, format_target
 from maxcode.records import atomic_write_json, atomic_write_text, read_jsonl
 from maxcode.search.returns import candidate_returns
 
 SPLITS = ("train", "test")
 QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
-
-
-class RolloutFormatError(ValueError):
-    """A rollout file does not follow docs/records.md; the message names file, line and field."""
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,11 @@ from pathlib import Path
 
 import yaml
 
-from maxcode.search.config import ConfigError
+from maxcode.errors import ReferenceFormatError
 
 REFERENCE_PREFIX = "reference: "
 _ENTRY_FIELDS = {"table", "method", "benchmark", "column", "value", "source", "note"}
 _SOURCE_FIELDS = {"title", "cite", "where", "setup"}
-
-
-class ReferenceFormatError(ConfigError):
-    """The reference file is malformed; the message names the file, entry and field."""
 
 
 @dataclass(frozen=True)
@@ -166,8 +162,8 @@ def reference_notes(
 
 def kernelcompare_context(
     params: dict, stages: list[str]
-) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
-    """Header notes, reference column and CSV context columns for the KernelCompare table.
+) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
+    """Header notes, reference columns and the CSV's run context for the KernelCompare table.
 
     ``stages`` are the row names in order; the report's numbers are matched by row name
     on the benchmark of ``kernelcompare.sources.suite``.
@@ -192,14 +188,10 @@ def kernelcompare_context(
         f"held-out generation max_new_tokens {heldout}",
         f"hardware: {hardware}",
     ]
-    csv_extra = {
-        "preset": [str(params.get("preset", "?"))] * len(stages),
-        "models": [model_label] * len(stages),
-        "hardware": [hardware] * len(stages),
-    }
+    meta = {"preset": str(params.get("preset", "?")), "models": model_label, "hardware": hardware}
     path = (params.get("tables") or {}).get("reference")
     if not path:
-        return notes, {}, csv_extra
+        return notes, {}, meta
     book = load_reference(path)
     benchmark = ((params.get("suites") or {}).get(suite) or {}).get("paper_benchmark")
     extra, used = {}, []
@@ -209,4 +201,4 @@ def kernelcompare_context(
         used += [e for e in found if e]
     if extra:
         notes += reference_notes(book, used, {suite: benchmark})
-    return notes, extra, csv_extra
+    return notes, extra, meta

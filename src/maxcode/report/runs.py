@@ -5,12 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from maxcode.errors import RolloutIncompleteError
 from maxcode.llm.usage import Usage
 from maxcode.records import read_jsonl
-
-
-class RolloutIncompleteError(ValueError):
-    """A rollout file has no run_end record; the table would silently drop a run."""
 
 
 @dataclass(frozen=True)

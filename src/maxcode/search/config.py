@@ -6,37 +6,44 @@ only in these fields; ``params.yaml`` names them under ``methods:``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field
+
+from maxcode.errors import ConfigError
+from maxcode.loader import load, merge
 
 TRAJECTORY_MODES = ("all", "best_per_step", "last", "none")
 RERANK_MODES = ("none", "model", "random")
-
-
-class ConfigError(ValueError):
-    """A parameter is missing or out of range; the message names it and the fix."""
+SHARED_KEYS = ("depth", "k", "gamma", "target_speedup")  # search: defaults every method inherits
 
 
 @dataclass(frozen=True)
 class Budget:
     """Hard limits per run; None means unlimited. The loop stops cleanly at the first hit."""
 
-    max_evaluations: int | None = field(default=None, metadata={"help": "executed candidates"})
-    max_llm_calls: int | None = field(
-        default=None, metadata={"help": "backend calls (cache hits excluded)"}
+    max_evaluations: int | None = field(
+        default=None, metadata={"help": "executed candidates", "min": 1}
     )
-    max_tokens: int | None = field(default=None, metadata={"help": "input + output tokens"})
-    max_cost_usd: float | None = field(default=None, metadata={"help": "money spent on LLM calls"})
-    max_wall_s: float | None = field(default=None, metadata={"help": "wall-clock seconds"})
+    max_llm_calls: int | None = field(
+        default=None, metadata={"help": "backend calls (cache hits excluded)", "min": 1}
+    )
+    max_tokens: int | None = field(
+        default=None, metadata={"help": "input + output tokens", "min": 1}
+    )
+    max_cost_usd: float | None = field(
+        default=None, metadata={"help": "money spent on LLM calls", "exclusive_min": 0}
+    )
+    max_wall_s: float | None = field(
+        default=None, metadata={"help": "wall-clock seconds", "exclusive_min": 0}
+    )
 
 
 @dataclass(frozen=True)
 class MethodConfig:
     name: str = field(metadata={"help": "method name used in paths and tables"})
-    depth: int = field(default=4, metadata={"help": "search steps"})
-    k: int = field(default=4, metadata={"help": "proposals per step"})
+    depth: int = field(default=4, metadata={"help": "search steps", "min": 1})
+    k: int = field(default=4, metadata={"help": "proposals per step", "min": 1})
     execute_top_m: int | None = field(
-        default=None, metadata={"help": "execute only m of the k proposals (None: all k)"}
+        default=None, metadata={"help": "execute only m of the k proposals (None: all k)", "min": 1}
     )
     rerank: str = field(
         default="none",
@@ -54,8 +61,13 @@ class MethodConfig:
         default=False,
         metadata={"help": "feedback carries an execution-overhead profile (Effi-Learner)"},
     )
-    gamma: float = field(default=0.9, metadata={"help": "discount of the max-reward return"})
-    target_speedup: float | None = field(default=None, metadata={"help": "stop once reached"})
+    gamma: float = field(
+        default=0.9,
+        metadata={"help": "discount of the max-reward return", "exclusive_min": 0, "max": 1},
+    )
+    target_speedup: float | None = field(
+        default=None, metadata={"help": "stop once reached", "exclusive_min": 0}
+    )
     budget: Budget = field(default_factory=Budget)
 
     def __post_init__(self) -> None:
@@ -95,27 +107,17 @@ class MethodConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> MethodConfig:
+        """A method as ``to_dict`` wrote it, through the one strict loader."""
         d = dict(d)
-        return cls(**{**d, "budget": Budget(**d.get("budget", {}))})
+        name = d.pop("name", "")
+        return load(cls, d, f"methods.{name}", name=name)
 
 
-def method_from_params(name: str, search: dict, override: dict) -> MethodConfig:
+def method_from_params(name: str, search: dict, override: dict | None) -> MethodConfig:
     """Method = the shared ``search:`` defaults overlaid with its ``methods.<name>`` entry."""
-    merged: dict[str, Any] = {
-        key: search[key] for key in ("depth", "k", "gamma", "target_speedup") if key in search
-    }
-    merged.update(override)
-    known = {f.name for f in fields(MethodConfig)}
-    unknown = set(merged) - known
-    if unknown:
-        raise ConfigError(
-            f"methods.{name}: unknown key(s) {sorted(unknown)}; allowed: {sorted(known - {'name'})}"
-        )
-    budget = {**search.get("budget", {}), **merged.pop("budget", {})}
-    budget_known = {f.name for f in fields(Budget)}
-    if set(budget) - budget_known:
-        raise ConfigError(
-            f"methods.{name}.budget: unknown key(s) {sorted(set(budget) - budget_known)}; "
-            f"allowed: {sorted(budget_known)}"
-        )
-    return MethodConfig(name=name, budget=Budget(**budget), **merged)
+    if override is not None and not isinstance(override, dict):
+        raise ConfigError(f"methods.{name}: expected a mapping, got {override!r}")
+    shared = {key: search[key] for key in SHARED_KEYS if key in search}
+    if "budget" in search:
+        shared["budget"] = search["budget"]
+    return load(MethodConfig, merge(shared, override or {}), f"methods.{name}", name=name)

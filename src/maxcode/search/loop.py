@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from maxcode.errors import BudgetExhausted, RunMismatch
 from maxcode.evaluate.result import EvalResult, Status, reward_of
 from maxcode.llm.usage import Usage
 from maxcode.records import JsonlWriter, atomic_write_text, read_jsonl, sha256_text
@@ -25,7 +26,6 @@ from maxcode.search.observation import build_observation, observation_summary
 from maxcode.search.returns import step_returns
 from maxcode.search.types import (
     Attempt,
-    BudgetExhausted,
     Critic,
     Critique,
     Evaluator,
@@ -33,7 +33,6 @@ from maxcode.search.types import (
     Policy,
     Proposal,
     Reranker,
-    RunMismatch,
 )
 from maxcode.tasks.model import Task
 

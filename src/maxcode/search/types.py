@@ -15,20 +15,6 @@ from maxcode.llm.usage import Usage
 from maxcode.tasks.model import Task
 
 
-class BudgetExhausted(Exception):
-    """A part (an LLM backend, an evaluator) reached a hard budget; the loop stops cleanly."""
-
-
-class RunMismatch(ValueError):
-    """Records on disk were made by another task, method or setting: not resumable as they are.
-
-    ``differences`` names each one (``"k: 4 in the records, 2 now"``)."""
-
-    def __init__(self, path: object, differences: list[str]):
-        self.differences = differences
-        super().__init__(f"{path}: a different run (" + "; ".join(differences) + ")")
-
-
 @dataclass
 class Critique:
     text: str

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import yaml
 
+from maxcode.errors import TaskFormatError
 from maxcode.records import atomic_write_json, atomic_write_text, provenance
-from maxcode.tasks.model import Task, TaskFormatError
+from maxcode.tasks.model import Task
 
 BUILTIN_CPP_DIR = Path(__file__).parent / "builtin_cpp"
 SUITE = "cpp_builtin"

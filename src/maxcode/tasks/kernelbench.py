@@ -12,7 +12,8 @@ import ast
 import re
 from pathlib import Path
 
-from maxcode.tasks.model import Task, TaskFormatError
+from maxcode.errors import TaskFormatError
+from maxcode.tasks.model import Task
 
 _FILE_RE = re.compile(r"^(\d+)_(.+)\.py$")
 _LEVEL_RE = re.compile(r"^level(\d+)$")

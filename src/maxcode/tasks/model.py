@@ -13,11 +13,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from maxcode.errors import TaskFormatError
+
 Language = Literal["cpp", "cuda"]
-
-
-class TaskFormatError(ValueError):
-    """A task record or task directory is malformed; the message names file and field."""
 
 
 @dataclass(frozen=True)

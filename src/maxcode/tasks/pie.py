@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from maxcode.tasks.model import Task, TaskFormatError, discover_tests
+from maxcode.errors import TaskFormatError
+from maxcode.tasks.model import Task, discover_tests
 
 FORMATS = {
     "current": {"source": "src_code", "target": "tgt_code", "id": "src_id"},

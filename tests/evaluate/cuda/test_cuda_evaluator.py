@@ -70,7 +70,7 @@ def test_config_validation_says_how_to_fix(kwargs, match):
 
 
 def test_config_loading_is_strict():
-    with pytest.raises(ValueError, match="unknown CUDA evaluator key"):
+    with pytest.raises(ValueError, match=r"params\.yaml:cuda: unknown key\(s\) 'trials'"):
         CudaEvalConfig.from_dict({"trials": 3}, origin="params.yaml:cuda")
     assert CudaEvalConfig.from_dict({"timing_trials": 7}).timing_trials == 7
 

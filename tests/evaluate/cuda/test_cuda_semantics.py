@@ -57,8 +57,10 @@ def test_unknown_semantics_and_precision_list_the_choices():
 def test_params_select_semantics_and_the_old_tolerance_keys_are_gone():
     cfg = CudaEvalConfig.from_dict({"semantics": "kernelbench-head", "precision": "bf16"})
     assert (cfg.semantics, cfg.precision) == ("kernelbench-head", "bf16")
-    with pytest.raises(ValueError, match="unknown CUDA evaluator key"):
+    with pytest.raises(ValueError, match=r"evaluation\.cuda: unknown key\(s\) 'atol_fp32'"):
         CudaEvalConfig.from_dict({"atol_fp32": 1e-3}, "params.yaml evaluation.cuda")
+    with pytest.raises(ValueError, match=r"evaluation\.cuda\.precision: 'fp8' is not one of"):
+        CudaEvalConfig.from_dict({"precision": "fp8"})
 
 
 def test_paper_preset_names_its_semantics():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from maxcode.errors import TaskFormatError
 from maxcode.tasks.builtin_cuda import load_builtin_cuda
 from maxcode.tasks.kernelbench import load_kernelbench_dir, load_problem_file, task_from_file
-from maxcode.tasks.model import TaskFormatError
 
 PROBLEM = '''import torch
 import torch.nn as nn

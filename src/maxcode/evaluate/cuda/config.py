@@ -7,6 +7,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from maxcode.evaluate.cuda.semantics import PRECISIONS, SEMANTICS
+from maxcode.loader import load
+
 SEVERITIES = ("error", "warn", "off")
 
 
@@ -26,18 +29,21 @@ class CudaEvalConfig:
         default=42, metadata={"help": "base seed; trial i uses a seed derived from it"}
     )
     correctness_trials: int = field(
-        default=5, metadata={"help": "fresh random inputs per candidate, each with its own seed"}
+        default=5,
+        metadata={"help": "fresh random inputs per candidate, each with its own seed", "min": 1},
     )
     semantics: str = field(
         default="kernelbench-v0.1",
         metadata={
-            "help": "the KernelBench harness reproduced (module mode, seeding points, tolerances): kernelbench-v0.1 or kernelbench-head; see maxcode.evaluate.cuda.semantics"
+            "help": "the KernelBench harness reproduced (module mode, seeding points, tolerances): kernelbench-v0.1 or kernelbench-head; see maxcode.evaluate.cuda.semantics",
+            "choices": sorted(SEMANTICS),
         },
     )
     precision: str = field(
         default="fp32",
         metadata={
-            "help": "fp32, fp16 or bf16: inputs and weights cast as KernelBench casts them (fp16/bf16 need kernelbench-head)"
+            "help": "fp32, fp16 or bf16: inputs and weights cast as KernelBench casts them (fp16/bf16 need kernelbench-head)",
+            "choices": list(PRECISIONS),
         },
     )
     fast_inputs: bool = field(
@@ -47,30 +53,38 @@ class CudaEvalConfig:
         },
     )
     # timing
-    warmup: int = field(default=5, metadata={"help": "untimed calls of each variant before timing"})
+    warmup: int = field(
+        default=5, metadata={"help": "untimed calls of each variant before timing", "min": 0}
+    )
     timing_trials: int = field(
         default=20,
-        metadata={"help": "floor of timed calls per variant, interleaved candidate/eager"},
+        metadata={
+            "help": "floor of timed calls per variant, interleaved candidate/eager",
+            "min": 1,
+        },
     )
     timing_seconds: float = field(
         default=2.0,
         metadata={
-            "help": "target: rounds are added above the floor until they fill about this many seconds, judged from the warm-up rounds (none without warm-up)"
+            "help": "target: rounds are added above the floor until they fill about this many seconds, judged from the warm-up rounds (none without warm-up)",
+            "min": 0,
         },
     )
     timing_max_trials: int = field(
-        default=1000, metadata={"help": "ceiling of timed calls per variant"}
+        default=1000, metadata={"help": "ceiling of timed calls per variant", "min": 1}
     )
     timed_output_checks: int = field(
         default=3,
         metadata={
-            "help": "timed rounds, drawn at random, whose candidate output is compared with the eager reference's for the same inputs (check timed_result_reuse)"
+            "help": "timed rounds, drawn at random, whose candidate output is compared with the eager reference's for the same inputs (check timed_result_reuse)",
+            "min": 0,
         },
     )
     reference_drift_max: float = field(
         default=0.1,
         metadata={
-            "help": "relative difference allowed between the eager reference timed in the candidate's process and in the reference process before a warning"
+            "help": "relative difference allowed between the eager reference timed in the candidate's process and in the reference process before a warning",
+            "exclusive_min": 0,
         },
     )
     flush_l2: bool = field(
@@ -80,7 +94,8 @@ class CudaEvalConfig:
     hold_us: float = field(
         default=100.0,
         metadata={
-            "help": "shortest GPU spin queued before each timed call (nvbench's blocking kernel), so a call whose host side is shorter is timed without the host's launch latency; 0 = none, as KernelBench times"
+            "help": "shortest GPU spin queued before each timed call (nvbench's blocking kernel), so a call whose host side is shorter is timed without the host's launch latency; 0 = none, as KernelBench times",
+            "min": 0,
         },
     )
     hold_max_us: float = field(
@@ -97,7 +112,8 @@ class CudaEvalConfig:
     compile_workers: int = field(
         default=0,
         metadata={
-            "help": "parallel compile jobs shared by all GPU workers; 0 = one per CPU core less one per GPU worker (each keeps a core for its launches)"
+            "help": "parallel compile jobs shared by all GPU workers; 0 = one per CPU core less one per GPU worker (each keeps a core for its launches)",
+            "min": 0,
         },
     )
     cuda_arch: str = field(
@@ -123,28 +139,34 @@ class CudaEvalConfig:
         },
     )
     profile_calls: int = field(
-        default=3, metadata={"help": "forward calls recorded by the profiler; times are per call"}
+        default=3,
+        metadata={"help": "forward calls recorded by the profiler; times are per call", "min": 1},
     )
     # sandbox
     compile_timeout_s: float = field(
-        default=600.0, metadata={"help": "wall-clock limit of one candidate's build"}
+        default=600.0,
+        metadata={"help": "wall-clock limit of one candidate's build", "exclusive_min": 0},
     )
     run_timeout_s: float = field(
-        default=300.0, metadata={"help": "wall-clock limit of one candidate's GPU evaluation"}
+        default=300.0,
+        metadata={"help": "wall-clock limit of one candidate's GPU evaluation", "exclusive_min": 0},
     )
     watchdog_factor: float = field(
         default=10.0,
         metadata={
-            "help": "a candidate call running longer than this many times the reference's call (or watchdog_floor_s) is killed: timeout"
+            "help": "a candidate call running longer than this many times the reference's call (or watchdog_floor_s) is killed: timeout",
+            "exclusive_min": 1,
         },
     )
     watchdog_floor_s: float = field(
-        default=5.0, metadata={"help": "shortest watchdog limit of one call, seconds"}
+        default=5.0,
+        metadata={"help": "shortest watchdog limit of one call, seconds", "exclusive_min": 0},
     )
     watchdog_first_call_s: float = field(
         default=12.0,
         metadata={
-            "help": "watchdog limit of a candidate's first call (Triton JIT, lazy initialisation), seconds"
+            "help": "watchdog limit of a candidate's first call (Triton JIT, lazy initialisation), seconds",
+            "exclusive_min": 0,
         },
     )
     memory_limit_mb: int = field(
@@ -164,7 +186,10 @@ class CudaEvalConfig:
     )
     excessive_speedup: float = field(
         default=10.0,
-        metadata={"help": "speedups above this are flagged for review (check excessive_speedup)"},
+        metadata={
+            "help": "speedups above this are flagged for review (check excessive_speedup)",
+            "exclusive_min": 1,
+        },
     )
     batch_constant_names: tuple[str, ...] = field(
         default=("batch_size", "N", "batch"),
@@ -238,15 +263,9 @@ class CudaEvalConfig:
         return self.check_severity.get(check_id, CHECKS[check_id].default_severity)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], origin: str = "config") -> CudaEvalConfig:
-        """Strict: an unknown key is an error naming the key and the known ones."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(
-                f"{origin}: unknown CUDA evaluator key(s) {unknown}; known: {sorted(known)}"
-            )
-        return cls(**d)
+    def from_dict(cls, d: dict[str, Any] | None, origin: str = "evaluation.cuda") -> CudaEvalConfig:
+        """Through the one strict loader: a bad key or value names its key path."""
+        return load(cls, d, origin)
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

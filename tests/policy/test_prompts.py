@@ -3,10 +3,9 @@ import re
 import pytest
 
 from maxcode.evaluate.result import EvalResult, Status
-from maxcode.llm.prompts import critique_prompt, generator_prompt, template_version
+from maxcode.policy.prompts import critique_prompt, generator_prompt, template_version
 from maxcode.search.types import Attempt, Critique, Observation
-
-from .helpers import CPP_REFERENCE, compile_error, cpp_task, cuda_task, ok_result
+from tests.llm.helpers import CPP_REFERENCE, compile_error, cpp_task, cuda_task, ok_result
 
 BROKEN = "int main() { return 0 }"
 FAST = '#include <cstdio>\nint main() { puts("45"); }'

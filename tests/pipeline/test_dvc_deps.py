@@ -1,0 +1,97 @@
+"""Each DVC stage lists every piece of maxcode code its jobs import (nothing missing),
+and the exact params keys it reads."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SRC = REPO / "src"
+# The code a stage's jobs run: its rules' scripts, plus the plan every Snakemake run builds.
+PLAN = ["workflow/rules/common.smk"]
+STAGE_ENTRIES = {
+    "suites": ["workflow/scripts/build_suite.py"],
+    "rollouts": ["workflow/scripts/run_rollout.py"],
+    "r2g": [
+        "workflow/scripts/build_r2g_dataset.py",
+        "workflow/scripts/train_r2g.py",
+        "workflow/scripts/evaluate_r2g.py",
+    ],
+    "reranked": ["workflow/scripts/run_rollout.py"],
+    "kernelcompare": ["workflow/scripts/kernelcompare.py", "src/maxcode/kernelcompare/cli.py"],
+    "tables": ["workflow/scripts/make_tables.py"],
+}
+
+
+def module_file(name: str) -> Path | None:
+    base = SRC / Path(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported(path: Path) -> set[str]:
+    text = path.read_text()
+    if path.suffix == ".smk":  # Python lines of a rules file
+        text = "\n".join(
+            line for line in text.splitlines() if line.startswith(("from ", "import "))
+        )
+    names = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return {n for n in names if n.split(".")[0] == "maxcode" and module_file(n)}
+
+
+def closure(entries: list[str]) -> set[Path]:
+    """Every maxcode source file the entries import, directly or not (function bodies too)."""
+    seen: set[Path] = set()
+    todo = [REPO / e for e in entries]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for name in imported(path):
+            parts = name.split(".")
+            for i in range(2, len(parts) + 1):  # a package's __init__ runs too
+                file = module_file(".".join(parts[:i]))
+                if file is not None and file not in seen:
+                    todo.append(file)
+    return {p for p in seen if SRC in p.parents}
+
+
+def covered(path: Path, deps: list[str]) -> bool:
+    rel = path.relative_to(REPO).as_posix()
+    return any(rel == d or rel.startswith(d.rstrip("/") + "/") for d in deps)
+
+
+STAGES = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+
+
+@pytest.mark.parametrize("stage", sorted(STAGE_ENTRIES))
+def test_each_stage_depends_on_every_module_its_jobs_import(stage):
+    deps = [d for d in STAGES[stage]["deps"] if isinstance(d, str)]
+    code = closure(STAGE_ENTRIES[stage] + PLAN)
+    missing = sorted(p.relative_to(REPO).as_posix() for p in code if not covered(p, deps))
+    assert not missing, f"dvc.yaml stage {stage}: deps miss {missing}"
+    for entry in [*STAGE_ENTRIES[stage], *PLAN, "Snakefile"]:
+        assert covered(REPO / entry, deps), f"dvc.yaml stage {stage}: deps miss {entry}"
+
+
+def test_prompt_templates_are_a_dep_of_the_stages_that_render_them():
+    for stage in ("rollouts", "reranked"):
+        assert "src/maxcode/prompts" in STAGES[stage]["deps"], stage
+
+
+def test_the_checker_sees_function_local_imports():
+    files = {p.name for p in closure(["workflow/scripts/evaluate_r2g.py"])}
+    assert "evaluate.py" in files  # r2g.evaluate is imported inside pipeline.evaluate_r2g
