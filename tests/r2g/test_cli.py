@@ -48,7 +48,7 @@ def test_dataset_command_rejects_bad_config(tmp_path: Path, rollout_paths: list[
         ],
     )
     assert result.exit_code != 0
-    assert "unknown key(s) ['split_seed']" in str(result.exception)
+    assert "r2g.dataset: unknown key(s) 'split_seed'" in str(result.exception)
 
 
 def test_train_command_rejects_unknown_kind(tmp_path: Path) -> None:
