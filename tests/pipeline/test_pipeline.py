@@ -89,7 +89,7 @@ def test_bad_param_stops_before_any_job(tmp_path: Path):
     workdir = make_workdir(tmp_path / "w", params)
     proc = snakemake(workdir)
     assert proc.returncode != 0
-    assert "search" in proc.stderr and "'depht' was unexpected" in proc.stderr
+    assert "search: unknown key(s) 'depht' (did you mean 'depth'?)" in proc.stderr
     assert not (workdir / "data" / "suites").exists() and not (workdir / "results").exists()
 
 
