@@ -68,8 +68,6 @@ RUNS = (
     "qwencoder_level2_run",
 )
 PASSES = ("cold", "warm", "warm2")
-PEAK_GPU_MEMORY_KEYS = ("peak_gpu_memory_mb", "gpu_peak_memory_mb")
-"""Result figures that may hold a candidate's peak GPU memory (MiB); n/a when none is reported."""
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
@@ -100,7 +98,9 @@ def stage_seconds(result: EvalResult) -> dict[str, float]:
 
 
 def peak_gpu_memory_mb(result: EvalResult) -> float | None:
-    return next((result.figures[k] for k in PEAK_GPU_MEMORY_KEYS if k in result.figures), None)
+    """The candidate process's peak GPU memory (MiB, the worker's ``peak_gpu_mb``); None (n/a)
+    where the candidate never reached the GPU."""
+    return result.figures.get("peak_gpu_mb")
 
 
 def run_pass(

@@ -154,6 +154,26 @@ def test_evaluator_test_rows_give_sizes_and_linear_growth_is_not_flagged():
     assert "n^1.0" in text and "algorithmic" not in text.splitlines()[0]
 
 
+def test_with_instruction_counts_the_growth_reading_ignores_wall_time_noise():
+    """In a repeatable timing mode the critique (and what the reward-to-go model learns from
+    it) must not change with the machine's load: the per-test counts decide, not wall time."""
+    source = load_builtin_problem("algo_inversions").slow_source
+    sizes = [1000, 2000, 4000, 8000]
+    texts = set()
+    for noise in ([1.0, 1.0, 1.0, 1.0], [0.9, 3.0, 0.5, 1.2]):  # flat, jittery wall times
+        rows = [
+            {"index": i, "input_bytes": n, "wall_s": w, "instructions": 40 * n * n}
+            for i, (n, w) in enumerate(zip(sizes, noise, strict=True))
+        ]
+        tests = [ev.TestVerdict(i, Status.OK, r["wall_s"]) for i, r in enumerate(rows)]
+        timing = Timing("instructions", "instructions", 1.0, 1.0)
+        result = EvalResult(Status.OK, tests=tests, timing=timing, figures={"tests": rows})
+        texts.add(CRITIC.critique(task_of(source), source, result).text)
+    assert len(texts) == 1
+    (text,) = texts
+    assert "n^2.0" in text and "algorithmic inefficiency" in text.splitlines()[0]
+
+
 @pytest.mark.parametrize(
     ("problem", "kind"),
     [

@@ -355,12 +355,17 @@ def _suggestions(kind: str, cues: list[_Cue]) -> list[str]:
 
 
 def _growth_exponent(task: Task, result: EvalResult) -> float | None:
-    """Least-squares slope of log(runtime) on log(input size) over the tests, when sizes vary."""
+    """Least-squares slope of log(cost) on log(input size) over the tests, when sizes vary.
+
+    The cost is the repeatable per-test count where the evaluator measured one (instructions
+    or cycles), else the wall time: with counts the critique, and everything learned from it,
+    is the same on every run."""
     sizes = _input_sizes(task, result)
+    costs = _per_test_costs(result)
     points = []
     for verdict in result.tests:
         size = sizes.get(verdict.index)
-        runtime = _positive(verdict.runtime_s)
+        runtime = costs.get(verdict.index) if costs else _positive(verdict.runtime_s)
         if size is not None and runtime is not None:
             points.append((math.log(size), math.log(runtime)))
     if len(points) < 3:
@@ -371,6 +376,21 @@ def _growth_exponent(task: Task, result: EvalResult) -> float | None:
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     var = sum((x - mx) ** 2 for x in xs)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
+
+
+def _per_test_costs(result: EvalResult) -> dict[int, float]:
+    """Per-test instruction or cycle counts from the evaluator's ``figures["tests"]`` rows."""
+    figures = result.figures if isinstance(result.figures, dict) else {}
+    unit = result.timing.unit if result.timing is not None else ""
+    if unit not in ("instructions", "cycles"):
+        return {}
+    rows = figures.get("tests")
+    costs: dict[int, float] = {}
+    for i, row in enumerate(rows if isinstance(rows, list) else []):
+        cost = _positive(row.get(unit)) if isinstance(row, dict) else None
+        if cost is not None:
+            costs[int(row.get("index", i))] = cost
+    return costs
 
 
 def _input_sizes(task: Task, result: EvalResult) -> dict[int, float]:
