@@ -1,7 +1,9 @@
 """What each model costs, so that a budget in dollars means dollars.
 
-Prices are USD per million tokens, copied by hand from the provider's public price page
-(``source``) as it read on ``as_of``; prices change, so a role's own ``price_*`` fields (or
+Prices are USD per million tokens for the provider's public price page (``source``) as of
+``as_of``. They were entered by hand and have not been checked against the live pages (this
+project's build machines have no internet): check them before relying on a dollar cap.
+Prices change, so a role's own ``price_*`` fields (or
 ``maxcode optimize --price-in/--price-out/--prices``) override this table. Local models (hf,
 offline) cost nothing; an API model that is in neither place has no price, and a run with a
 dollar budget refuses to start with it rather than count its calls as free.
