@@ -294,6 +294,10 @@ def test_kernelbench_harness_imports_without_pydantic(tmp_path: Path, monkeypatc
     (tmp_path / "kernelbench" / "eval.py").write_text(FAKE_KB_EVAL)
     for name in ("pydantic", "kernelbench", "kernelbench.eval"):
         monkeypatch.delitem(sys.modules, name, raising=False)
+    for name in ("dotenv", "openai", "litellm"):  # stubbed by the import: gone after the test
+        if name not in sys.modules:
+            monkeypatch.setitem(sys.modules, name, None)
+            monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setitem(sys.modules, "pydantic", None)  # import pydantic raises ImportError
     kbe = _import_kernelbench(tmp_path)
