@@ -9,7 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from maxcode.kernelcompare.cli import app
+from maxcode.stages.kernelcompare_cli import app
 from maxcode.tasks.model import Task, write_tasks_jsonl
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -22,7 +22,10 @@ STAGE_ENTRIES = {
         "workflow/scripts/evaluate_r2g.py",
     ],
     "reranked": ["workflow/scripts/run_rollout.py"],
-    "kernelcompare": ["workflow/scripts/kernelcompare.py", "src/maxcode/kernelcompare/cli.py"],
+    "kernelcompare": [
+        "workflow/scripts/kernelcompare.py",
+        "src/maxcode/stages/kernelcompare_cli.py",
+    ],
     "tables": ["workflow/scripts/make_tables.py"],
 }
 

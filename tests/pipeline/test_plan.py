@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from maxcode.evaluate.cpp import CppEvalConfig
 from maxcode.evaluate.cuda.config import CudaEvalConfig
-from maxcode.kernelcompare.cli import app as kernelcompare_app
 from maxcode.params import EvaluationParams
 from maxcode.pipeline import INFLIGHT, ROLLOUT, PipelinePlan, clean_inflight
 from maxcode.roles import build_evaluator
+from maxcode.stages.kernelcompare_cli import app as kernelcompare_app
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""``maxcode kernelcompare ...``: extract pairs, split tasks, SFT, GRPO, held-out table."""
+"""``maxcode kernelcompare ...``: extract pairs, split tasks, SFT, GRPO, held-out table (over the stage functions, above the kernelcompare area)."""
 
 from __future__ import annotations
 
