@@ -174,6 +174,7 @@ def _row(c: RealCandidate, r: EvalResult, arrival: float) -> dict[str, Any]:
         "failed_check": r.figures.get("failed_check"),
         "build_cached": r.figures.get("build_cached"),
         "arrival_s": round(arrival, 2),
+        "sandbox": r.sandbox,
     }
 
 
@@ -293,6 +294,10 @@ def mode_ours(args: argparse.Namespace, sample: list[RealCandidate], report: dic
 
 
 def summarize_pass(summary: dict[str, Any]) -> None:
+    levels = Counter(r.get("sandbox") or "n/a (static verdict)" for r in summary["rows"])
+    print(f"\nsandbox level of the results ({summary['pass']}):")
+    for level, n in levels.most_common():
+        print(f"  {n:4d}  {level}")
     summary["stages"] = print_stages(summary)
     summary["agreement"] = print_agreement(summary)
 

@@ -576,7 +576,7 @@ def jail_child(
                 break
     for p in carried:
         os.makedirs(p, exist_ok=True)
-        mount(f"/proc/self/fd/{fds[p]}", p, None, MS_BIND)
+        mount(f"/proc/self/fd/{fds[p]}", p, None, MS_BIND | MS_REC)  # keeps mounts beneath
         ro = 0 if p == str(writable) else MS_RDONLY
         mount(None, p, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | ro)
         os.close(fds[p])

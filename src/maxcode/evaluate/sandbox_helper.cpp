@@ -130,7 +130,9 @@ struct Carried {
 static void bind_carried(const Carried& c) {
   mkdir_p(c.path);
   std::string src = "/proc/self/fd/" + std::to_string(c.fd);
-  if (mount(src.c_str(), c.path.c_str(), nullptr, MS_BIND, nullptr) != 0) fail_setup("bind carried path");
+  // MS_REC: a carried path keeps the mounts beneath it (e.g. a driver under /usr/local/nvidia,
+  // mounted on its own, when /usr is carried); a plain bind would hide them.
+  if (mount(src.c_str(), c.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) fail_setup("bind carried path");
   unsigned long flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (c.writable ? 0 : MS_RDONLY);
   if (mount(nullptr, c.path.c_str(), nullptr, flags, nullptr) != 0) fail_setup("remount carried path");
   close(c.fd);

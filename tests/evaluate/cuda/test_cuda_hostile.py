@@ -115,12 +115,6 @@ def test_own_kernel_share_and_peak_memory_are_recorded(results):
     assert all(r.figures["peak_gpu_mb"] > 0 for r in results if r.status is Status.OK)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: on the H100 (2026-11-24) the stream check rejects this CUDA-graph candidate, "
-    "'vectorized_elementwise_kernel ran on stream(s) [13], not the timed stream'; the policy "
-    "allows graphs that replay real work, so stream_or_thread must learn graph launches",
-)
 def test_a_cuda_graph_replaying_its_kernel_is_allowed_and_its_timed_outputs_checked(results):
     graph = results[len(EXPECTED) + 2]
     assert graph.status is Status.OK, graph.reason

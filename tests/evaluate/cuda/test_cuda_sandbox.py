@@ -14,6 +14,8 @@ import os
 import queue
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -25,7 +27,7 @@ from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR, BuildCache, Extension
 from maxcode.evaluate.cuda.evaluator import _Job
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import Status
-from maxcode.evaluate.sandbox import confinement, ensure_uvm_node
+from maxcode.evaluate.sandbox import confinement, ensure_uvm_node, uid_slot
 from maxcode.evaluate.scrub import allowed_env, scrub, scrub_tree, secret_values
 
 from .cuda_fixtures import hostile, requires_gpu
@@ -396,3 +398,46 @@ def test_a_gpu_unreachable_in_the_jail_steps_down_and_says_why(tmp_path):
         assert "the zygote's namespaces only" in worker.sandbox
     finally:
         worker.stop()
+
+
+@pytest.fixture
+def carried_with_a_mount_beneath(tmp_path):
+    """A carried directory with a file system mounted inside it, as ``/usr`` is carried with the
+    GPU driver mounted on its own at ``/usr/local/nvidia`` (the H100 box: squashfs)."""
+    carried = tmp_path / "usr"
+    beneath = carried / "local" / "nvidia"
+    beneath.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "driver", str(beneath)], check=True)
+    (beneath / "libcuda.so.1").write_text("driver")
+    yield carried, beneath / "libcuda.so.1"
+    subprocess.run(["umount", str(beneath)], check=True)
+
+
+@needs_root
+def test_the_launcher_keeps_mounts_beneath_a_carried_path(carried_with_a_mount_beneath, tmp_path):
+    carried, library = carried_with_a_mount_beneath
+    jail = confinement(tmp_path / "cache")
+    with uid_slot() as uid:
+        argv = jail.wrap(["/bin/cat", str(library)], keep=[carried], uid=uid)
+        proc = subprocess.run(argv, env=allowed_env(), capture_output=True, text=True, timeout=60)
+    assert proc.stdout == "driver", proc.stderr
+
+
+@needs_root
+def test_a_jailed_child_keeps_mounts_beneath_a_carried_path(carried_with_a_mount_beneath, tmp_path):
+    carried, library = carried_with_a_mount_beneath
+    (tmp_path / "job").mkdir()
+    child = (
+        "import sys\n"
+        "from maxcode.evaluate.sandbox import jail_child\n"
+        f"jail_child(None, {str(tmp_path / 'job')!r}, [{str(carried)!r}], 64)\n"
+        f"print(open({str(library)!r}).read())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child],
+        env={**allowed_env(), "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.stdout.strip() == "driver", proc.stderr

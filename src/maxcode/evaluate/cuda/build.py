@@ -310,6 +310,10 @@ class ExtensionSpec:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def digest(self) -> str:
+        """What the candidate asked for, by content (no flags, no toolchain)."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:24]
+
     @classmethod
     def from_dict(cls, d: dict) -> ExtensionSpec:
         """A spec sent by a sandboxed compile job: checked again, it is untrusted input."""
@@ -562,6 +566,24 @@ def build_key(
         "host_pch": host_pch,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+class PrebuiltBuilds:
+    """The builds a candidate's compile job asked for, found by what was asked (the spec's
+    digest) and loaded as built: the GPU process does not compute build keys again (its flag
+    and toolchain probes would run inside the jail, and a key that came out different there
+    sent every candidate into a rebuild its read-only cache could not hold: the H100, 2026-11-24).
+    A spec the compile job never saw (an extension made only when a GPU is present) is built
+    through ``cache`` as before."""
+
+    def __init__(self, cache: BuildCache, keys: dict[str, str]):
+        self.cache = cache
+        self.keys = keys
+
+    def build(self, spec: ExtensionSpec, timeout_s: float = 600.0) -> BuildOutcome:
+        key = self.keys.get(spec.digest())
+        hit = self.cache.lookup(key) if key else None
+        return hit if hit is not None else self.cache.build(spec, timeout_s)
 
 
 class BuildCache:

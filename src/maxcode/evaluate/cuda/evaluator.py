@@ -71,6 +71,7 @@ class _Job:
     figures: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     result: EvalResult | None = None
+    prebuilt: dict[str, str] = field(default_factory=dict)  # spec digest -> build key
 
 
 class CudaEvaluator:
@@ -251,8 +252,10 @@ class CudaEvaluator:
                 and reply.get("import_error") is None
             )
             if deterministic:
-                atomic_write_json(index, {"builds": reply["builds"], "import_error": None})
+                kept = {"builds": reply["builds"], "prebuilt": reply.get("prebuilt", {})}
+                atomic_write_json(index, {**kept, "import_error": None})
             job.figures["build_cached"] = False
+        job.prebuilt = reply.get("prebuilt", {})
         reply = scrub_tree(reply)  # compiler output can quote anything the candidate printed
         builds = reply["builds"]
         job.figures["compile_seconds"] = round(sum(b["seconds"] for b in builds), 3)
@@ -324,8 +327,11 @@ class CudaEvaluator:
             )
             os.close(request_w)
             os.close(reply_r)
+            prebuilt: dict[str, str] = {}
             with os.fdopen(request_r) as requests, os.fdopen(reply_w, "w") as replies:
-                timed_out = not _serve_builds(cache, requests, replies, deadline, self.config)
+                timed_out = not _serve_builds(
+                    cache, requests, replies, deadline, self.config, prebuilt
+                )
             if timed_out:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, 9)
@@ -366,6 +372,7 @@ class CudaEvaluator:
                 "import_error": f"compile job crashed (exit {proc.returncode}): {err.strip()[-300:]}",
             }
         reply["wall_seconds"] = wall
+        reply["prebuilt"] = prebuilt
         return reply
 
     def _ensure_workers(self) -> None:
@@ -503,6 +510,7 @@ class CudaEvaluator:
                     "cuda_arch": self.cuda_arch,
                     "config": self._job_config(),
                     "task_metadata": job.task.metadata,
+                    "prebuilt": job.prebuilt,
                     "timeout_s": self.config.run_timeout_s,
                     "memory_limit_mb": self.config.memory_limit_mb,
                 }
@@ -570,10 +578,16 @@ def _record_device(result: EvalResult, worker: GpuWorker) -> None:
 
 
 def _serve_builds(
-    cache: BuildCache, requests: Any, replies: Any, deadline: float, config: CudaEvalConfig
+    cache: BuildCache,
+    requests: Any,
+    replies: Any,
+    deadline: float,
+    config: CudaEvalConfig,
+    prebuilt: dict[str, str],
 ) -> bool:
     """Build each spec a sandboxed compile job asks for, until it closes the channel; False
-    when the deadline passed first. A malformed request is answered with a failed build."""
+    when the deadline passed first. A malformed request is answered with a failed build.
+    ``prebuilt`` gets each built spec's digest and key (the GPU process loads by them)."""
     import time
 
     fd = requests.fileno()
@@ -594,7 +608,10 @@ def _serve_builds(
                        "first_error": f"load_inline arguments rejected: {err}"}  # fmt: skip
         else:
             left = max(1.0, deadline - time.monotonic())
-            outcome = cache.build(spec, timeout_s=min(config.compile_timeout_s, left)).to_dict()
+            built = cache.build(spec, timeout_s=min(config.compile_timeout_s, left))
+            if built.ok:
+                prebuilt[spec.digest()] = built.key
+            outcome = built.to_dict()
         try:
             replies.write(json.dumps(outcome) + "\n")
             replies.flush()

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from maxcode.evaluate.cuda.build import BuildCache, BuildError, BuildOutcome
+from maxcode.evaluate.cuda.build import BuildCache, BuildError, BuildOutcome, PrebuiltBuilds
 from maxcode.evaluate.cuda.checks import Finding, is_own_kernel, own_kernel_names
 from maxcode.evaluate.cuda.config import CudaEvalConfig
 from maxcode.evaluate.cuda.figures import gpu_environment, roofline
@@ -386,9 +386,10 @@ class _Run:
             self.cfg.host_pch,
             self.cfg.light_cuda_headers,
         )
+        builds = PrebuiltBuilds(cache, self.job.get("prebuilt", {}))
         cand_path = self.job_dir / "candidate.py"
         try:
-            with cached_load_inline(cache, self.cfg.compile_timeout_s, self.builds.append):
+            with cached_load_inline(builds, self.cfg.compile_timeout_s, self.builds.append):
                 self.cand = load_module(cand_path, "maxcode_candidate")
         except BuildError:
             raise
