@@ -7,10 +7,18 @@ the evaluator's, so every candidate was rebuilt there (and failed: its cache is 
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 
-from maxcode.evaluate.cuda.build import BuildCache, BuildOutcome, ExtensionSpec, PrebuiltBuilds
+from maxcode.evaluate.cuda.build import (
+    BuildCache,
+    BuildOutcome,
+    ExtensionSpec,
+    PrebuiltBuilds,
+    readable_by_all,
+)
 
 
 def spec(source: str = "torch::Tensor f(torch::Tensor x);") -> ExtensionSpec:
@@ -54,3 +62,31 @@ def test_the_digest_survives_the_trip_through_the_compile_jobs_channel():
     assert (
         ExtensionSpec.from_dict(json.loads(json.dumps(asked.to_dict()))).digest() == asked.digest()
     )
+
+
+def test_a_build_is_readable_by_the_sandbox_uids_under_a_strict_umask(tmp_path):
+    """A umask of 077 made every shared build 0700 root: the GPU process (another uid) could
+    not see it and rebuilt."""
+    old = os.umask(0o077)
+    try:
+        cache = BuildCache(tmp_path / "build", "9.0", host_pch=False)
+        work = tmp_path / "build" / "tmp" / "w"
+        work.mkdir()
+        (work / "outcome.json").write_text("{}")
+        (work / "k.so").write_text("")
+        (work / "k.so").chmod(0o700)
+        readable_by_all(work)
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (work, *work.iterdir())}
+    assert modes == {"w": 0o755, "outcome.json": 0o644, "k.so": 0o755}
+    assert all(
+        stat.S_IMODE((cache.root / sub).stat().st_mode) == 0o755 for sub in ("", "ext", "pch")
+    )
+
+
+def test_a_prebuilt_build_the_gpu_process_cannot_see_says_so_instead_of_rebuilding(tmp_path):
+    cache = BuildCache(tmp_path / "build", "9.0")
+    outcome = PrebuiltBuilds(cache, {spec().digest(): "gone"}).build(spec())
+    assert not outcome.ok and outcome.failed_step == "load"
+    assert "not visible to the GPU process" in outcome.first_error and "gone" in outcome.first_error

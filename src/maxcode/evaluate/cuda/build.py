@@ -40,6 +40,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -407,7 +408,9 @@ class BuildOutcome:
     so_path: str | None = None
     log: str = ""  # trimmed compiler output
     first_error: str = ""
-    failed_step: str = ""  # "pch" | "host" | "cuda" | "link" | "timeout"
+    failed_step: str = (
+        ""  # "pch" | "host" | "cuda" | "link" | "timeout" | "load" (prebuilt not visible)
+    )
     seconds: float = 0.0  # wall time of this build (0 when served from cache)
     steps: dict[str, float] = field(default_factory=dict)  # seconds per step
     # What the .cu was compiled against: "cuda only", "ATen ops", "torch/types.h", "as written"
@@ -568,6 +571,17 @@ def build_key(
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
+def readable_by_all(tree: Path) -> None:
+    """Builds are read by sandboxed processes under other uids: directories 0755, files 0644
+    (0755 when executable), whatever the umask (mkdtemp's 0700, or a umask of 077, would hide
+    them and send the sandboxed loader into a rebuild it cannot do)."""
+    for path in (tree, *tree.rglob("*")):
+        if path.is_symlink():
+            continue
+        executable = path.is_dir() or path.stat().st_mode & stat.S_IXUSR
+        path.chmod(0o755 if executable else 0o644)
+
+
 class PrebuiltBuilds:
     """The builds a candidate's compile job asked for, found by what was asked (the spec's
     digest) and loaded as built: the GPU process does not compute build keys again (its flag
@@ -582,8 +596,24 @@ class PrebuiltBuilds:
 
     def build(self, spec: ExtensionSpec, timeout_s: float = 600.0) -> BuildOutcome:
         key = self.keys.get(spec.digest())
-        hit = self.cache.lookup(key) if key else None
-        return hit if hit is not None else self.cache.build(spec, timeout_s)
+        if key is None:
+            return self.cache.build(spec, timeout_s)
+        hit = self.cache.lookup(key)
+        if hit is not None:
+            return hit
+        meta = self.cache.root / "ext" / key / "outcome.json"
+        try:
+            meta.stat()
+            why = "present but unreadable"
+        except OSError as err:
+            why = f"{type(err).__name__}: {err.strerror}"
+        return BuildOutcome(
+            key=key,
+            name=spec.name,
+            ok=False,
+            failed_step="load",
+            first_error=f"the compile job's build is not visible to the GPU process ({meta}: {why})",
+        )
 
 
 class BuildCache:
@@ -613,6 +643,8 @@ class BuildCache:
         try:
             for sub in ("ext", "tmp", "locks", "pch", "tiers"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
+            for shared in (self.root, *(self.root / s for s in ("ext", "pch", "tiers"))):
+                shared.chmod(0o755)
         except OSError:
             pass
         if not os.access(self.root / "ext", os.W_OK):
@@ -669,7 +701,7 @@ class BuildCache:
                 if leftover.suffix not in (".so",):
                     leftover.unlink()
             (work / "outcome.json").write_text(json.dumps(outcome.to_dict()))
-            work.chmod(0o755)  # mkdtemp's 0700 would hide it from sandboxed (non-root) loaders
+            readable_by_all(work)
             os.rename(work, final)
             return outcome
         finally:
@@ -807,6 +839,7 @@ class BuildCache:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
         with suppress(OSError):
             tmp.write_text(tier)
+            tmp.chmod(0o644)
             os.replace(tmp, path)
 
     def _ensure_pch(self, flags: _Flags, deadline: float) -> Path | BuildOutcome:
@@ -850,7 +883,7 @@ class BuildCache:
                     failed.log, failed.first_error = trim_log(log or "timeout", work)
                     return failed
                 (work / "ok").write_text("")
-                work.chmod(0o755)
+                readable_by_all(work)
                 if final.exists():
                     shutil.rmtree(final)
                 os.rename(work, final)
