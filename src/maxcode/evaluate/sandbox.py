@@ -456,6 +456,9 @@ def carried_paths(extra: Sequence[Path] = ()) -> list[str]:
     """Directories a confined Python needs to see: ``extra``, this interpreter and its import
     path (they may lie under ``/tmp``, which the jail replaces, or under a home only root may
     enter); never ``/`` or an ancestor of ``/tmp``, which would cover the private one."""
+    missing = [str(p) for p in extra if not Path(p).is_dir()]
+    if missing:  # dropped silently, it would be absent inside: a cache made later stays unseen
+        raise ValueError(f"sandbox: carried directories must exist before the launch: {missing}")
     out: list[str] = []
     interpreter = (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)))
     for p in (*extra, *interpreter, *sys.path):

@@ -441,3 +441,10 @@ def test_a_jailed_child_keeps_mounts_beneath_a_carried_path(carried_with_a_mount
         timeout=60,
     )
     assert proc.stdout.strip() == "driver", proc.stderr
+
+
+def test_a_carried_directory_that_does_not_exist_yet_is_an_error(tmp_path):
+    """The GPU zygote once started before the build cache existed: the jail left it out, and
+    every build made later was invisible to the candidates' processes (the H100, 2026-11-24)."""
+    with pytest.raises(ValueError, match="must exist before the launch"):
+        confinement(tmp_path / "cache").wrap(["/bin/true"], keep=[tmp_path / "build"])

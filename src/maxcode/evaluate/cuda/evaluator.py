@@ -395,8 +395,8 @@ class CudaEvaluator:
                 "PYTHONPATH": _pythonpath(),
             }
         )
-        (self.cache_dir / "logs").mkdir(parents=True, exist_ok=True)
-        (self.cache_dir / "runs").mkdir(parents=True, exist_ok=True)
+        for sub in ("logs", "runs", "build"):  # the zygote's jail carries only what exists
+            (self.cache_dir / sub).mkdir(parents=True, exist_ok=True)
         self._workers = [
             GpuWorker(
                 g,
