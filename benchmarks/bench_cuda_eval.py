@@ -312,7 +312,7 @@ def section_baselines(
     import torch
 
     from maxcode.evaluate.cuda.config import CudaEvalConfig
-    from maxcode.evaluate.cuda.figures import gpu_environment
+    from maxcode.evaluate.cuda.figures import gpu_environment, host_gpu_facts
     from maxcode.evaluate.cuda.loader import load_module
     from maxcode.evaluate.cuda.worker import GpuHold, summarize, time_interleaved
 
@@ -326,7 +326,7 @@ def section_baselines(
         ),
     }
     rows = {}
-    env = gpu_environment()
+    env = gpu_environment(host_gpu_facts(0))
     cfg = CudaEvalConfig()
     hold = GpuHold(cfg.hold_us, cfg.hold_max_us, env["max_sm_clock_mhz"])
     for rel in problems:

@@ -30,7 +30,7 @@ from typing import Any
 from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec, detect_toolchain
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
-from maxcode.evaluate.cuda.figures import detect_cuda_arch, nvidia_smi
+from maxcode.evaluate.cuda.figures import detect_cuda_arch, host_gpu_facts
 from maxcode.evaluate.cuda.gpus import compile_pool_size, visible_gpus, with_multicast_off
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
@@ -95,7 +95,7 @@ class CudaEvaluator:
         self._jail: Confinement | None = None
         self._references: dict[str, dict[str, Any]] = {}
         self._reference_lock = threading.Lock()
-        self._gpu_names: dict[str | None, str] = {}
+        self._gpu_facts: dict[str | None, dict[str, Any]] = {}
 
     @property
     def jail(self) -> Confinement:
@@ -444,10 +444,14 @@ class CudaEvaluator:
         ]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
 
+    def _facts(self, gpu: str | None) -> dict[str, Any]:
+        """nvidia-smi's and NVML's view of a GPU, read here once (not in the sandbox)."""
+        if gpu not in self._gpu_facts:
+            self._gpu_facts[gpu] = host_gpu_facts(gpu or "0")
+        return self._gpu_facts[gpu]
+
     def _gpu_name(self, gpu: str | None) -> str:
-        if gpu not in self._gpu_names:
-            self._gpu_names[gpu] = nvidia_smi(gpu or "0").get("name", "")
-        return self._gpu_names[gpu]
+        return self._facts(gpu).get("name", "")
 
     def _reference_for(self, worker: GpuWorker, task: Task) -> dict[str, Any]:
         """The task's reference figures, measured once in a process no candidate code enters.
@@ -473,6 +477,7 @@ class CudaEvaluator:
             reply = worker.run(
                 {
                     "entry": "maxcode.evaluate.cuda.worker:run_reference",
+                    "gpu_facts": self._facts(worker.gpu),
                     "job_dir": str(job_dir),
                     "config": self._job_config(),
                     "timeout_s": self.config.run_timeout_s,
@@ -505,6 +510,7 @@ class CudaEvaluator:
                 {
                     **self._reference_for(worker, job.task),
                     "entry": "maxcode.evaluate.cuda.worker:run_job",
+                    "gpu_facts": self._facts(worker.gpu),
                     "job_dir": str(job.job_dir),
                     "cache_root": str(self.cache_dir / "build"),
                     "cuda_arch": self.cuda_arch,

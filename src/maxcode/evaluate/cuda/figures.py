@@ -63,12 +63,27 @@ def detect_cuda_arch(index: int = 0) -> str:
     return nvidia_smi(index).get("compute_cap", "")
 
 
-def gpu_environment() -> dict[str, Any]:
-    """GPU name, clocks, driver, torch/CUDA versions and peaks; call inside the GPU worker."""
+def host_gpu_facts(gpu: int | str = 0) -> dict[str, Any]:
+    """What nvidia-smi and NVML say of one GPU (index or UUID), read by the evaluator itself:
+    the candidate's sandboxed process cannot run them (and must not supply its own clocks)."""
+    facts: dict[str, Any] = dict(nvidia_smi(gpu))
+    facts["memory_bus_bits"] = _nvml_bus_width(gpu)
+    return facts
+
+
+def gpu_environment(facts: dict[str, Any]) -> dict[str, Any]:
+    """GPU name, clocks, driver, torch/CUDA versions and peaks; call inside the GPU worker,
+    with the evaluator's ``host_gpu_facts`` for this GPU."""
     import torch
 
     props = torch.cuda.get_device_properties(0)
-    smi = nvidia_smi(_visible_index())
+    return environment_from(props, facts, torch.__version__, torch.version.cuda)
+
+
+def environment_from(
+    props: Any, smi: dict[str, Any], torch_version: str, cuda_version: str | None
+) -> dict[str, Any]:
+    """The environment record from torch's device properties and the host's GPU facts."""
     env: dict[str, Any] = {
         "gpu": props.name,
         "compute_capability": f"{props.major}.{props.minor}",
@@ -80,10 +95,10 @@ def gpu_environment() -> dict[str, Any]:
         "max_sm_clock_mhz": _num(smi.get("clocks.max.sm")),
         "mem_clock_mhz": _num(smi.get("clocks.mem")),
         "max_mem_clock_mhz": _num(smi.get("clocks.max.mem")),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
+        "torch": torch_version,
+        "cuda": cuda_version,
     }
-    bus_bits = getattr(props, "memory_bus_width", None) or _nvml_bus_width()
+    bus_bits = getattr(props, "memory_bus_width", None) or smi.get("memory_bus_bits")
     env["memory_bus_bits"] = bus_bits
     mem_mhz = env["max_mem_clock_mhz"]
     env["peak_bandwidth_gbs"] = (
@@ -114,21 +129,18 @@ def roofline(
     }
 
 
-def _visible_index() -> int:
-    import os
-
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
-    return int(visible) if visible.isdigit() else 0
-
-
-def _nvml_bus_width() -> int | None:
+def _nvml_bus_width(gpu: int | str) -> int | None:
     try:
         import pynvml
     except ImportError:
         return None
     try:
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(_visible_index())
+        handle = (
+            pynvml.nvmlDeviceGetHandleByIndex(int(gpu))
+            if str(gpu).isdigit()
+            else pynvml.nvmlDeviceGetHandleByUUID(str(gpu))
+        )
         return int(pynvml.nvmlDeviceGetMemoryBusWidth(handle))
     except pynvml.NVMLError:
         return None

@@ -294,7 +294,7 @@ class _Run:
     # -- stages ---------------------------------------------------------------------------
     def setup(self) -> None:
         torch.cuda.set_device(0)
-        self.env = gpu_environment()
+        self.env = gpu_environment(self.job.get("gpu_facts") or {})
         self.figures["env"] = self.env
         self.device = torch.device("cuda", 0)
 
