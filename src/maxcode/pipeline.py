@@ -20,7 +20,6 @@ from maxcode.evaluate.cuda.gpus import pinned_gpu
 from maxcode.llm.config import role_config_from_dict
 from maxcode.loader import load
 from maxcode.params import (
-    CUDA_SUITE_KINDS,
     EvaluationParams,
     Params,
     Suite,
@@ -28,19 +27,15 @@ from maxcode.params import (
 )
 from maxcode.r2g.dataset import build_dataset, read_dataset, split_tasks, write_dataset
 from maxcode.r2g.reranker import load_reranker, train
-from maxcode.records import atomic_write_json, provenance, read_jsonl
+from maxcode.records import atomic_write_json, provenance
 from maxcode.report.reference import load_reference
 from maxcode.report.runs import read_runs
 from maxcode.roles import build_critic, build_evaluator, build_policy, require_prices, run_budget
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
-from maxcode.tasks.builtin import materialize_builtin_cpp
-from maxcode.tasks.builtin_cuda import BUILTIN_CUDA_DIR
-from maxcode.tasks.kernelbench import load_kernelbench_dir
 from maxcode.tasks.model import Task, read_tasks_jsonl, write_tasks_jsonl
-from maxcode.tasks.pie import load_pie_records
 
-BUILTIN_CPP_DIR = Path(__file__).parent / "tasks" / "builtin_cpp"
+EVAL_ENVS = {"cpp": "cpu-eval.yaml", "cuda": "gpu-eval.yaml"}  # conda env per task language
 TABLE_NAMES = ("main", "ablation", "rerank", "budget")
 PLOTS = ("speedup_vs_depth",)
 TABLE_FORMATS = ("md", "csv", "tex", "html")  # html: the view in `snakemake --report`
@@ -132,12 +127,11 @@ class PipelinePlan:
 
     def gpus(self, suite: str) -> int:
         """GPUs one rollout of ``suite`` holds: CUDA suites time kernels on one GPU each."""
-        return 1 if self.params.suites[suite].kind in CUDA_SUITE_KINDS else 0
+        return 1 if self.params.suites[suite].language == "cuda" else 0
 
     def conda_env(self, suite: str) -> str:
         """The rollout's conda env, relative to workflow/rules/: CUDA suites need the GPU one."""
-        kind = self.params.suites[suite].kind
-        return "../../envs/" + ("gpu-eval.yaml" if kind in CUDA_SUITE_KINDS else "cpu-eval.yaml")
+        return "../../envs/" + EVAL_ENVS[self.params.suites[suite].language]
 
     def inflight_path(self, wildcards) -> str:
         """Where a rollout grows until it is complete; the declared output appears only then."""
@@ -149,47 +143,7 @@ class PipelinePlan:
 
 def suite_task_ids(name: str, cfg: Suite) -> list[str]:
     """Task ids known before the suite is built, so the job list is fixed at parse time."""
-    if cfg.kind == "builtin_cpp":
-        available = sorted(p.name for p in BUILTIN_CPP_DIR.iterdir() if (p / "slow.cpp").is_file())
-        wanted = cfg.problems or available
-        unknown = sorted(set(wanted) - set(available))
-        if unknown:
-            raise ConfigError(
-                f"suites.{name}.problems: unknown problem(s) {unknown}; available: {available}"
-            )
-        return list(wanted)
-    if cfg.kind == "pie":
-        records = Path(cfg.records)
-        if not records.is_file():
-            raise ConfigError(
-                f"suites.{name}.records: {records} does not exist (point it at your PIE checkout)"
-            )
-        ids = []
-        for lineno, rec in enumerate(read_jsonl(records), 1):
-            if "problem_id" not in rec:
-                raise TaskFormatError(f"{records}:{lineno}: record has no 'problem_id' field")
-            if rec["problem_id"] not in ids:
-                ids.append(rec["problem_id"])
-        return ids[: cfg.limit or None]
-    return [t.task_id for t in cuda_suite_tasks(name, cfg)]
-
-
-def cuda_suite_tasks(name: str, cfg: Suite) -> list[Task]:
-    """KernelBench-format tasks: the built-in suite, or ``root`` of a user's KernelBench checkout.
-
-    Loading only parses the problem files, so this is cheap enough to run at plan time.
-    """
-    if cfg.kind == "builtin_cuda":
-        root = BUILTIN_CUDA_DIR
-    else:
-        root = Path(cfg.root)
-        if not (root / "level1").is_dir() and not (root / "level2").is_dir():
-            raise ConfigError(
-                f"suites.{name}.root: {root} has no level1/ or level2/ folder; set it to the "
-                "KernelBench/ folder of your KernelBench checkout"
-            )
-    tasks = load_kernelbench_dir(root, levels=list(cfg.levels) or None, suite=name)
-    return tasks[: cfg.limit or None]
+    return cfg.task_ids(name)
 
 
 # ---- stages -------------------------------------------------------------------------
@@ -198,16 +152,7 @@ def cuda_suite_tasks(name: str, cfg: Suite) -> list[Task]:
 def build_suite(name: str, cfg: Suite, out_dir: Path) -> list[Task]:
     """Write ``out_dir/tasks.jsonl`` (normalized tasks), beside PIE-layout tests for C++ suites."""
     out_dir = Path(out_dir)
-    if cfg.kind == "builtin_cpp":
-        tasks = materialize_builtin_cpp(
-            out_dir, n_tests=cfg.n_tests, seed=cfg.seed, problems=list(cfg.problems) or None
-        )
-    elif cfg.kind in CUDA_SUITE_KINDS:
-        tasks = cuda_suite_tasks(name, cfg)
-    else:
-        tasks = load_pie_records(Path(cfg.records), Path(cfg.tests_root), name)
-        tasks = tasks[: cfg.limit or None]
-    tasks = [replace(t, suite=name) for t in tasks]  # the params' suite name names every record
+    tasks = [replace(t, suite=name) for t in cfg.tasks(name, out_dir)]  # the params' name
     write_tasks_jsonl(tasks, out_dir / "tasks.jsonl")
     return tasks
 
