@@ -302,8 +302,8 @@ def _mount_subcommands() -> None:
     from maxcode.evaluate import cli as eval_cli
     from maxcode.evaluate.cuda_cli import cuda as eval_cuda
     from maxcode.llm.cli import app as llm_app
-    from maxcode.r2g.cli import app as r2g_app
     from maxcode.stages.kernelcompare_cli import app as kernelcompare_app
+    from maxcode.stages.r2g_cli import app as r2g_app
 
     eval_cli.app.command("cuda")(eval_cuda)
     app.add_typer(

@@ -352,6 +352,12 @@ def load_r2g(raw: Any) -> R2GParams:
 
 def load_params(path: Path | str = "params.yaml") -> Params:
     """Read and validate a params file; a missing file is an error, never ``{}``."""
+    return Params.from_dict(read_params_file(path), source=str(path))
+
+
+def read_params_file(path: Path | str) -> dict:
+    """The mapping a params file holds; a missing, unreadable or non-mapping file is a
+    ConfigError naming it (every command's ``--params`` reads through here)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(
@@ -361,7 +367,9 @@ def load_params(path: Path | str = "params.yaml") -> Params:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from err
-    return Params.from_dict(raw, source=str(path))
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of params blocks, got {type(raw).__name__}")
+    return raw
 
 
 def _mapping(raw: dict, key: str) -> dict:

@@ -23,10 +23,9 @@ from maxcode.params import (
     EvaluationParams,
     Params,
     Suite,
-    load_r2g,
 )
-from maxcode.r2g.dataset import build_dataset, read_dataset, split_tasks, write_dataset
-from maxcode.r2g.reranker import load_reranker, train
+from maxcode.r2g.dataset import split_tasks
+from maxcode.r2g.reranker import load_reranker
 from maxcode.records import atomic_write_json, provenance
 from maxcode.report.reference import load_reference
 from maxcode.report.runs import read_runs
@@ -133,12 +132,77 @@ class PipelinePlan:
         """The rollout's conda env, relative to workflow/rules/: CUDA suites need the GPU one."""
         return "../../envs/" + EVAL_ENVS[self.params.suites[suite].language]
 
+    def roles_of(self, method: str) -> list[str]:
+        """The LLM roles a method's rollouts build (``llm.<role>`` is all they read of llm)."""
+        return ["generator"] + (["critic"] if self.methods[method].critique else [])
+
+    def language_of(self, suite: str) -> str:
+        """The suite's task language: which ``evaluation.<language>`` its rollouts read."""
+        return self.params.suites[suite].language
+
+    def dvc_params(self, raw: dict) -> dict[str, list[str]]:
+        """The params.yaml keys each DVC stage reads, as ``dvc.yaml`` lists them: what its
+        rules pass to their jobs, and what decides which jobs exist.
+
+        ``suites`` and ``methods`` are listed whole: their names are the user's, and DVC
+        tracks only the keys dvc.yaml names, so a method added with ``dvc exp run -S`` and
+        changed later would otherwise never rerun its rollouts. A key that ``raw`` does
+        not hold is listed by its nearest parent that it does, for the same reason."""
+
+        def rollouts(stage: str) -> list[str]:
+            methods = [m for m in self.table_methods() if self.stage_of(m) == stage]
+            roles = dict.fromkeys(r for m in methods for r in self.roles_of(m))
+            languages = sorted({self.language_of(s) for s in self.tasks})
+            return [
+                "search",
+                "methods",
+                "evaluation.reward",
+                *(f"evaluation.{language}" for language in languages),
+                *(f"llm.{role}" for role in roles),
+                "tables.main",
+                "tables.ablation",
+                "tables.rerank",
+            ]
+
+        stages = {
+            "suites": ["suites"],
+            "rollouts": rollouts("rollouts"),
+            "r2g": ["r2g", "search.gamma"],
+            "reranked": [*rollouts("reranked"), "r2g.dataset.test_fraction", "r2g.dataset.seed"],
+        }
+        kc = self.params.kernelcompare
+        if kc is not None and kc.sources is not None:
+            language = self.language_of(kc.sources.suite)
+            stages["kernelcompare"] = [
+                "kernelcompare",
+                "evaluation.reward",
+                f"evaluation.{language}",
+                "llm.generator",
+            ]
+        stages["tables"] = ["preset", "suites", "search", "methods", "llm", "tables"]
+        return {stage: _held_keys(keys, raw) for stage, keys in stages.items()}
+
     def inflight_path(self, wildcards) -> str:
         """Where a rollout grows until it is complete; the declared output appears only then."""
         w = wildcards
         return INFLIGHT.format(
             stage=w.stage, suite=w.suite, method=w.method, task=w.task, seed=w.seed
         )
+
+
+def _held_keys(keys: list[str], raw: dict) -> list[str]:
+    """Each dotted key, or its nearest parent that ``raw`` holds; no repeats."""
+    held = []
+    for key in keys:
+        node, parts = raw, []
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+            parts.append(part)
+        if parts:
+            held.append(".".join(parts))
+    return list(dict.fromkeys(held))
 
 
 def suite_task_ids(name: str, cfg: Suite) -> list[str]:
@@ -363,56 +427,3 @@ def _budget_label(method: dict) -> str:
     label += f" = {method['depth'] * executed} evals"
     limits = {k: v for k, v in (method.get("budget") or {}).items() if v is not None}
     return label + "".join(f", {k} {v}" for k, v in limits.items())
-
-
-def build_r2g_dataset(
-    rollouts: list[Path], r2g: dict, gamma: float, suite_dirs: list[Path], out_dir: Path
-) -> dict:
-    """Examples from executed candidates of the training methods, split by task."""
-
-    cfg = load_r2g(r2g).dataset
-    tasks = [t for d in suite_dirs for t in read_tasks_jsonl(Path(d) / "tasks.jsonl")]
-    descriptions = (
-        {f"{t.suite}/{t.task_id}": t.description for t in tasks} if cfg.with_descriptions else None
-    )
-    dataset = build_dataset(
-        rollouts,
-        gamma,
-        cfg.test_fraction,
-        cfg.seed,
-        cfg.max_prompt_chars,
-        descriptions,
-        all_tasks={(t.suite, t.task_id) for t in tasks},  # the split PipelinePlan.held_out uses
-    )
-    write_dataset(dataset, out_dir)
-    return dataset.card()
-
-
-def train_r2g(dataset_dir: Path, r2g: dict, out_dir: Path) -> dict:
-    return train(read_dataset(dataset_dir), load_r2g(r2g).model, out_dir)
-
-
-def evaluate_r2g(model_dir: Path, dataset_dir: Path, r2g: dict, out: Path) -> dict:
-    """Held-out ranking metrics, and which model produced them, for the rerank table."""
-
-    from maxcode.r2g.evaluate import evaluate_reranker  # scipy: seconds to import; only here
-
-    reranker = load_reranker(model_dir)
-    metrics = evaluate_reranker(reranker, read_dataset(dataset_dir).test)
-    report = {
-        "model": {"kind": r2g["kind"], "name": reranker.name},
-        "metrics": _flat_metrics(metrics["all"]),
-        "detail": json.loads(json.dumps(metrics, default=str)),
-    }
-    atomic_write_json(out, report)
-    return report
-
-
-def _flat_metrics(block: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in block.items():
-        if isinstance(value, dict):
-            flat.update(_flat_metrics(value, f"{prefix}{key}."))
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            flat[f"{prefix}{key}"] = value
-    return flat

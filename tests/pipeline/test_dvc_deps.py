@@ -98,3 +98,32 @@ def test_prompt_templates_are_a_dep_of_the_stages_that_render_them():
 def test_the_checker_sees_function_local_imports():
     files = {p.name for p in closure(["workflow/scripts/evaluate_r2g.py"])}
     assert "evaluate.py" in files  # r2g.evaluate is imported inside pipeline.evaluate_r2g
+
+
+def test_each_stage_lists_exactly_the_params_keys_the_plan_says_it_reads():
+    """dvc.yaml's `params:` are the plan's (PipelinePlan.dvc_params), stage by stage, so a
+    rule that starts reading another key cannot leave DVC blind to it."""
+    from maxcode.pipeline import PipelinePlan
+
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    wanted = PipelinePlan.from_config(raw).dvc_params(raw)
+    listed = {name: stage.get("params", []) for name, stage in STAGES.items()}
+    assert listed == wanted
+
+
+def test_the_plan_lists_only_what_a_stage_reads():
+    """The rollouts read one evaluator's block and the roles their methods build; the
+    tables read the methods and roles (budget and model labels); a key the file does not
+    hold is listed by its parent."""
+    from maxcode.pipeline import PipelinePlan
+
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    raw["methods"] = {"cuda-llm": {"trajectory": "best_per_step"}}
+    raw["tables"].update(main=["cuda-llm"], ablation=[], rerank=[])
+    raw["r2g"]["train_methods"] = ["cuda-llm"]
+    raw["llm"].pop("critic")
+    del raw["evaluation"]["cpp"]
+    keys = PipelinePlan.from_config(raw).dvc_params(raw)
+    assert "llm.critic" not in keys["rollouts"] and "llm.generator" in keys["rollouts"]
+    assert "evaluation" in keys["rollouts"] and "evaluation.cuda" not in keys["rollouts"]
+    assert {"methods", "llm"} <= set(keys["tables"])

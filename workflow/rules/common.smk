@@ -36,6 +36,19 @@ def rollout_inputs(wildcards):
     return inputs
 
 
+def rollout_llm(wildcards):
+    """The LLM roles the method's rollouts build, as written in params (only these, so a
+    change to another role reruns none of its jobs)."""
+    return {role: config["llm"][role] for role in PLAN.roles_of(wildcards.method)}
+
+
+def rollout_evaluation(wildcards):
+    """The reward and the evaluator settings of the suite's task language."""
+    evaluation = config["evaluation"]
+    keys = ("reward", PLAN.language_of(wildcards.suite))
+    return {key: evaluation[key] for key in keys if key in evaluation}
+
+
 # Each table, plot and provenance file is flagged for `snakemake --report report.html`,
 # with a caption from workflow/report/.
 TABLE_CATEGORIES = {

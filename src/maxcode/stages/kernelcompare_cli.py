@@ -6,13 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
-from maxcode.errors import ConfigError
 from maxcode.kernelcompare.params import KernelCompareParams, load_kernelcompare_params
 from maxcode.llm.config import RoleConfig, role_config_from_dict
 from maxcode.loader import load
-from maxcode.params import EvaluationParams
+from maxcode.params import EvaluationParams, read_params_file
 from maxcode.stages.kernelcompare import (
     extract_pairs,
     grpo_stage,
@@ -29,14 +27,7 @@ DEFAULT_CACHE = Path(".cache/kernelcompare")
 
 
 def _params(path: Path) -> tuple[dict, KernelCompareParams]:
-    if not path.is_file():
-        raise ConfigError(f"--params {path}: parameter file not found; pass the params.yaml to use")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"--params {path}: not valid YAML: {err}") from err
-    if not isinstance(raw, dict):
-        raise ConfigError(f"--params {path}: expected a mapping of params blocks")
+    raw = read_params_file(path)
     return raw, load_kernelcompare_params(raw)
 
 
