@@ -99,6 +99,17 @@ def tables_inputs(wildcards):
     return inputs
 
 
+def kc_table_context(wildcards):
+    """What the KernelCompare table's header and reference columns read of params."""
+    suite = config["kernelcompare"]["sources"]["suite"]
+    return {
+        "preset": config["preset"],
+        "kernelcompare": config["kernelcompare"],
+        "suites": {suite: config["suites"][suite]},
+        "tables": {"reference": config["tables"].get("reference")},
+    }
+
+
 def kc_sections(*names):
     """The named kernelcompare sections, as written in params: a KernelCompare rule
     passes the ones its stage reads, so a change there (and only there) reruns it."""

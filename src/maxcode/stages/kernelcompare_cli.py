@@ -17,6 +17,7 @@ from maxcode.stages.kernelcompare import (
     heldout_stage,
     sft_stage,
     split_stage,
+    table_stage,
 )
 
 app = typer.Typer(help="KernelCompare: slow/fast CUDA pairs, SFT and single-turn GRPO.")
@@ -138,19 +139,11 @@ def table(
     ] = None,
 ) -> None:
     """The report's table (correctness, speedups) from measured held-out results."""
-    from maxcode.kernelcompare.table import kernelcompare_table, load_rows
-    from maxcode.report.reference import kernelcompare_context
-
     files = {}
     for item in stage:
         name, sep, path = item.partition("=")
         if not sep:
             raise typer.BadParameter(f"--stage {item!r}: write it as NAME=path/to/results.jsonl")
         files[name] = Path(path)
-    rows = load_rows(files)
-    notes, extra, meta = (
-        kernelcompare_context(_params(params)[0], list(files)) if params else ([], {}, {})
-    )
-    table = kernelcompare_table(rows, notes, extra, meta)
-    table.write(out.parent, out.name)
+    table = table_stage(files, read_params_file(params) if params else None, out)
     typer.echo(table.markdown())
