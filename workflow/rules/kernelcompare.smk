@@ -126,6 +126,5 @@ rule kernelcompare_table:
     params:
         rows=list(KC_ROWS.values()),
         context=kc_table_context,
-        prefix="results/tables/kernelcompare",
     script:
         "../scripts/kernelcompare.py"

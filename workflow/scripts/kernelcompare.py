@@ -30,7 +30,7 @@ elif rule == "kernelcompare_split":
     print(stages.split_stage(kc, Path(i.tasks) / "tasks.jsonl", out).fingerprint)
 elif rule == "kernelcompare_table":
     files = dict(zip(p.rows, [Path(f) for f in i.heldout], strict=True))
-    table = stages.table_stage(files, p.context, Path(p.prefix))
+    table = stages.table_stage(files, p.context, out.with_suffix(""))  # .md -> the prefix
     print(table.markdown())
 elif rule == "kernelcompare_sft":
     print(stages.sft_stage(kc, Path(i.pairs), out))
