@@ -144,41 +144,31 @@ class PipelinePlan:
         """The params.yaml keys each DVC stage reads, as ``dvc.yaml`` lists them: what its
         rules pass to their jobs, and what decides which jobs exist.
 
-        ``suites`` and ``methods`` are listed whole: their names are the user's, and DVC
-        tracks only the keys dvc.yaml names, so a method added with ``dvc exp run -S`` and
-        changed later would otherwise never rerun its rollouts. A key that ``raw`` does
-        not hold is listed by its nearest parent that it does, for the same reason."""
-
-        def rollouts(stage: str) -> list[str]:
-            methods = [m for m in self.table_methods() if self.stage_of(m) == stage]
-            roles = dict.fromkeys(r for m in methods for r in self.roles_of(m))
-            languages = sorted({self.language_of(s) for s in self.tasks})
-            return [
-                "search",
-                "methods",
-                "evaluation.reward",
-                *(f"evaluation.{language}" for language in languages),
-                *(f"llm.{role}" for role in roles),
-                "tables.main",
-                "tables.ablation",
-                "tables.rerank",
-            ]
-
+        dvc.yaml serves every preset, so a stage lists what its jobs read under any of
+        them: ``evaluation`` whole (a rollout reads ``reward`` and its suite language's
+        block, ``cpp`` or ``cuda``), both LLM roles. ``suites`` and ``methods`` are listed
+        whole too: their names are the user's, and DVC tracks only the keys dvc.yaml
+        names, so a method added with ``dvc exp run -S`` and changed later would otherwise
+        never rerun its rollouts. A key ``raw`` does not hold is listed by its nearest
+        parent that it does, for the same reason."""
+        rollouts = [
+            "search",
+            "methods",
+            "evaluation",
+            "llm.generator",
+            "llm.critic",
+            "tables.main",
+            "tables.ablation",
+            "tables.rerank",
+        ]
         stages = {
             "suites": ["suites"],
-            "rollouts": rollouts("rollouts"),
+            "rollouts": rollouts,
             "r2g": ["r2g", "search.gamma"],
-            "reranked": [*rollouts("reranked"), "r2g.dataset.test_fraction", "r2g.dataset.seed"],
+            "reranked": [*rollouts, "r2g.dataset.test_fraction", "r2g.dataset.seed"],
         }
-        kc = self.params.kernelcompare
-        if kc is not None and kc.sources is not None:
-            language = self.language_of(kc.sources.suite)
-            stages["kernelcompare"] = [
-                "kernelcompare",
-                "evaluation.reward",
-                f"evaluation.{language}",
-                "llm.generator",
-            ]
+        if self.params.kernelcompare is not None:
+            stages["kernelcompare"] = ["kernelcompare", "evaluation", "llm.generator"]
         stages["tables"] = ["preset", "suites", "search", "methods", "llm", "tables"]
         return {stage: _held_keys(keys, raw) for stage, keys in stages.items()}
 

@@ -111,19 +111,20 @@ def test_each_stage_lists_exactly_the_params_keys_the_plan_says_it_reads():
     assert listed == wanted
 
 
-def test_the_plan_lists_only_what_a_stage_reads():
-    """The rollouts read one evaluator's block and the roles their methods build; the
-    tables read the methods and roles (budget and model labels); a key the file does not
-    hold is listed by its parent."""
-    from maxcode.pipeline import PipelinePlan
+@pytest.mark.parametrize("preset", ["offline", "gpu", "paper"])
+def test_every_preset_holds_every_key_dvc_yaml_lists(preset):
+    """`cp presets/<p>.yaml params.yaml` then `dvc repro`: DVC refuses a stage whose
+    params key the file lacks, and tracks nothing below a key it does not list."""
+    from maxcode.pipeline import _held_keys
 
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    raw["methods"] = {"cuda-llm": {"trajectory": "best_per_step"}}
-    raw["tables"].update(main=["cuda-llm"], ablation=[], rerank=[])
-    raw["r2g"]["train_methods"] = ["cuda-llm"]
-    raw["llm"].pop("critic")
-    del raw["evaluation"]["cpp"]
-    keys = PipelinePlan.from_config(raw).dvc_params(raw)
-    assert "llm.critic" not in keys["rollouts"] and "llm.generator" in keys["rollouts"]
-    assert "evaluation" in keys["rollouts"] and "evaluation.cuda" not in keys["rollouts"]
-    assert {"methods", "llm"} <= set(keys["tables"])
+    raw = yaml.safe_load((REPO / "presets" / f"{preset}.yaml").read_text())
+    for name, stage in STAGES.items():
+        for key in stage.get("params", []):
+            assert _held_keys([key], raw) == [key], f"{preset}: stage {name} lists {key}"
+
+
+def test_the_tables_stage_lists_what_its_labels_read():
+    """Budget labels come from the methods (and the search defaults they inherit), model
+    labels from the LLM roles: a change there must rebuild the tables."""
+    assert {"methods", "search", "llm"} <= set(STAGES["tables"]["params"])
+    assert {"r2g.dataset.test_fraction", "r2g.dataset.seed"} <= set(STAGES["reranked"]["params"])
