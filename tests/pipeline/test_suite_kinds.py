@@ -23,7 +23,9 @@ def test_every_kind_says_its_language_ids_and_tasks(kind):
 
 
 def test_the_built_suite_holds_exactly_the_planned_tasks(tmp_path):
-    cpp = load_suite("c", {"kind": "builtin_cpp", "n_tests": 1, "problems": ["io_prefix_sums_endl"]})
+    cpp = load_suite(
+        "c", {"kind": "builtin_cpp", "n_tests": 1, "problems": ["io_prefix_sums_endl"]}
+    )
     cuda = BuiltinCudaSuite(levels=(1,), limit=2)
     for name, cfg in (("c", cpp), ("g", cuda)):
         tasks = build_suite(name, cfg, tmp_path / name)
