@@ -42,6 +42,9 @@ TABLE_FORMATS = ("md", "csv", "tex", "html")  # html: the view in `snakemake --r
 SUITE_DIR = "data/suites/{suite}"
 ROLLOUT = "results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
 INFLIGHT_DIR = "results/.inflight"
+R2G_DATA = "data/r2g"  # the reward-to-go dataset: train.jsonl, test.jsonl, card.md, card.json
+R2G_MODEL = "models/r2g"
+R2G_RANKING = "results/r2g/ranking.json"
 INFLIGHT = INFLIGHT_DIR + "/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
 
 

@@ -4,6 +4,7 @@ and the exact params keys it reads."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -40,10 +41,8 @@ def module_file(name: str) -> Path | None:
 
 def imported(path: Path) -> set[str]:
     text = path.read_text()
-    if path.suffix == ".smk":  # Python lines of a rules file
-        text = "\n".join(
-            line for line in text.splitlines() if line.startswith(("from ", "import "))
-        )
+    if path.suffix == ".smk":  # the import statements of a rules file
+        text = "\n".join(re.findall(r"^(?:from|import) [^\n(]*(?:\([^)]*\))?", text, re.M))
     names = set()
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -128,3 +127,12 @@ def test_the_tables_stage_lists_what_its_labels_read():
     labels from the LLM roles: a change there must rebuild the tables."""
     assert {"methods", "search", "llm"} <= set(STAGES["tables"]["params"])
     assert {"r2g.dataset.test_fraction", "r2g.dataset.seed"} <= set(STAGES["reranked"]["params"])
+
+
+def test_dvc_yaml_outs_are_the_plans_paths():
+    """The reward-to-go outputs: the rules, `maxcode r2g` and dvc.yaml name the same paths."""
+    from maxcode.pipeline import R2G_DATA, R2G_MODEL, R2G_RANKING
+
+    assert STAGES["r2g"]["outs"] == [R2G_DATA, R2G_MODEL, str(Path(R2G_RANKING).parent)]
+    assert f"{R2G_DATA}/card.json" in STAGES["tables"]["deps"]
+    assert R2G_MODEL in STAGES["reranked"]["deps"]

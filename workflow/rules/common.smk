@@ -1,7 +1,15 @@
 # Validate params before any job runs, then derive the job lists from them.
 from pathlib import Path
 
-from maxcode.pipeline import ROLLOUT, SUITE_DIR, PipelinePlan, clean_inflight
+from maxcode.pipeline import (
+    R2G_DATA,
+    R2G_MODEL,
+    R2G_RANKING,
+    ROLLOUT,
+    SUITE_DIR,
+    PipelinePlan,
+    clean_inflight,
+)
 
 PLAN = PipelinePlan.from_config(config, source=PARAMS_FILE)
 
@@ -23,7 +31,7 @@ def final_outputs():
     )
     return (
         PLAN.table_outputs()
-        + ["results/r2g/ranking.json"]
+        + [R2G_RANKING]
         + (list(kernelcompare) if "kernelcompare" in config else [])
     )
 
@@ -32,7 +40,7 @@ def rollout_inputs(wildcards):
     """The suite's tasks, plus the reward-to-go model when the method reranks with it."""
     inputs = {"suite": SUITE_DIR.format(suite=wildcards.suite)}
     if PLAN.methods[wildcards.method].rerank == "model":
-        inputs["model"] = "models/r2g"
+        inputs["model"] = R2G_MODEL
     return inputs
 
 
@@ -92,8 +100,8 @@ def tables_inputs(wildcards):
     trained); the papers' numbers when a file is set."""
     inputs = {"rollouts": PLAN.all_rollouts()}
     if PLAN.rerank_methods():
-        inputs["ranking"] = "results/r2g/ranking.json"
-        inputs["card"] = "data/r2g/card.json"
+        inputs["ranking"] = R2G_RANKING
+        inputs["card"] = f"{R2G_DATA}/card.json"
     if config["tables"].get("reference"):
         inputs["reference"] = config["tables"]["reference"]
     return inputs

@@ -14,7 +14,7 @@ import typer
 
 from maxcode.errors import ConfigError
 from maxcode.params import load_params
-from maxcode.pipeline import PipelinePlan
+from maxcode.pipeline import R2G_DATA, R2G_MODEL, R2G_RANKING, PipelinePlan
 from maxcode.r2g.dataset import card_markdown
 from maxcode.stages.r2g import dataset_stage, ranking_stage, train_stage
 
@@ -38,7 +38,7 @@ def dataset(
         ),
     ] = None,
     out: Annotated[Path, typer.Option(help="folder for train/test jsonl and the card")] = Path(
-        "data/r2g"
+        R2G_DATA
     ),
     suites: Annotated[
         list[Path] | None,
@@ -66,9 +66,9 @@ def dataset(
 def train(
     dataset_dir: Annotated[
         Path, typer.Argument(metavar="[DATASET_DIR]", help="output of `maxcode r2g dataset`")
-    ] = Path("data/r2g"),
+    ] = Path(R2G_DATA),
     out: Annotated[Path, typer.Option(help="model folder (resumes from its checkpoints)")] = Path(
-        "models/r2g"
+        R2G_MODEL
     ),
     params: ParamsOption = DEFAULT_PARAMS,
 ) -> None:
@@ -82,14 +82,12 @@ def train(
 def evaluate(
     model_dir: Annotated[
         Path, typer.Argument(metavar="[MODEL_DIR]", help="a trained reward-to-go model")
-    ] = Path("models/r2g"),
+    ] = Path(R2G_MODEL),
     dataset_dir: Annotated[
         Path, typer.Argument(metavar="[DATASET_DIR]", help="output of `maxcode r2g dataset`")
-    ] = Path("data/r2g"),
+    ] = Path(R2G_DATA),
     split: Annotated[str, typer.Option(help="train | test")] = "test",
-    out: Annotated[Path, typer.Option(help="where the ranking JSON goes")] = Path(
-        "results/r2g/ranking.json"
-    ),
+    out: Annotated[Path, typer.Option(help="where the ranking JSON goes")] = Path(R2G_RANKING),
     params: ParamsOption = DEFAULT_PARAMS,
 ) -> None:
     """Ranking metrics (average rank, Spearman, equal-budget kept share) on a split."""
