@@ -62,8 +62,8 @@ rule rollouts:
 
 rule r2g:
     input:
-        "models/r2g",
-        "results/r2g/ranking.json",
+        R2G_MODEL,
+        R2G_RANKING,
 
 
 rule reranked:

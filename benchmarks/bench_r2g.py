@@ -26,9 +26,10 @@ from pathlib import Path
 
 import torch
 
+from maxcode.r2g.base import Candidate
 from maxcode.r2g.config import EncoderR2GConfig, GenerativeR2GConfig, TinyModelSpec
 from maxcode.r2g.dataset import build_dataset
-from maxcode.r2g.reranker import Candidate, load_reranker, train
+from maxcode.r2g.reranker import load_reranker, train
 from maxcode.r2g.synthetic import write_synthetic_rollouts
 from maxcode.records import atomic_write_json, provenance
 

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from maxcode.errors import ConfigError, LLMError, TaskFormatError, UserError
-from maxcode.params import SCHEMA_PATH, load_params, write_schema
+from maxcode.params import SCHEMA_PATH, Params, load_params, read_params_file, write_schema
 from maxcode.pipeline import ROLLOUT, SUITE_DIR, PipelinePlan, build_suite, run_rollout
 
 # Mistakes a user can fix in `optimize`: one line, exit code 2 unless --debug (UserError
@@ -117,8 +116,8 @@ def rollout_cmd(
 ) -> None:
     """Run (or resume) one task x method x seed search, exactly as the pipeline does."""
     try:
-        raw = yaml.safe_load(params.read_text()) if params.is_file() else None
-        plan = PipelinePlan.from_params(load_params(params))
+        raw = read_params_file(params)
+        plan = PipelinePlan.from_params(Params.from_dict(raw, source=str(params)))
         if method not in plan.methods:
             raise ConfigError(f"unknown method {method!r}; defined: {sorted(plan.methods)}")
     except (ConfigError, TaskFormatError) as err:
@@ -302,8 +301,8 @@ def _mount_subcommands() -> None:
     from maxcode.evaluate import cli as eval_cli
     from maxcode.evaluate.cuda_cli import cuda as eval_cuda
     from maxcode.llm.cli import app as llm_app
-    from maxcode.r2g.cli import app as r2g_app
     from maxcode.stages.kernelcompare_cli import app as kernelcompare_app
+    from maxcode.stages.r2g_cli import app as r2g_app
 
     eval_cli.app.command("cuda")(eval_cuda)
     app.add_typer(

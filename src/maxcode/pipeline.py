@@ -20,27 +20,21 @@ from maxcode.evaluate.cuda.gpus import pinned_gpu
 from maxcode.llm.config import role_config_from_dict
 from maxcode.loader import load
 from maxcode.params import (
-    CUDA_SUITE_KINDS,
     EvaluationParams,
     Params,
     Suite,
-    load_r2g,
 )
-from maxcode.r2g.dataset import build_dataset, read_dataset, split_tasks, write_dataset
-from maxcode.r2g.reranker import load_reranker, train
-from maxcode.records import atomic_write_json, provenance, read_jsonl
+from maxcode.r2g.dataset import split_tasks
+from maxcode.r2g.reranker import load_reranker
+from maxcode.records import atomic_write_json, provenance
 from maxcode.report.reference import load_reference
 from maxcode.report.runs import read_runs
 from maxcode.roles import build_critic, build_evaluator, build_policy, require_prices, run_budget
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
-from maxcode.tasks.builtin import materialize_builtin_cpp
-from maxcode.tasks.builtin_cuda import BUILTIN_CUDA_DIR
-from maxcode.tasks.kernelbench import load_kernelbench_dir
 from maxcode.tasks.model import Task, read_tasks_jsonl, write_tasks_jsonl
-from maxcode.tasks.pie import load_pie_records
 
-BUILTIN_CPP_DIR = Path(__file__).parent / "tasks" / "builtin_cpp"
+EVAL_ENVS = {"cpp": "cpu-eval.yaml", "cuda": "gpu-eval.yaml"}  # conda env per task language
 TABLE_NAMES = ("main", "ablation", "rerank", "budget")
 PLOTS = ("speedup_vs_depth",)
 TABLE_FORMATS = ("md", "csv", "tex", "html")  # html: the view in `snakemake --report`
@@ -48,6 +42,9 @@ TABLE_FORMATS = ("md", "csv", "tex", "html")  # html: the view in `snakemake --r
 SUITE_DIR = "data/suites/{suite}"
 ROLLOUT = "results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
 INFLIGHT_DIR = "results/.inflight"
+R2G_DATA = "data/r2g"  # the reward-to-go dataset: train.jsonl, test.jsonl, card.md, card.json
+R2G_MODEL = "models/r2g"
+R2G_RANKING = "results/r2g/ranking.json"
 INFLIGHT = INFLIGHT_DIR + "/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
 
 
@@ -132,12 +129,51 @@ class PipelinePlan:
 
     def gpus(self, suite: str) -> int:
         """GPUs one rollout of ``suite`` holds: CUDA suites time kernels on one GPU each."""
-        return 1 if self.params.suites[suite].kind in CUDA_SUITE_KINDS else 0
+        return 1 if self.params.suites[suite].language == "cuda" else 0
 
     def conda_env(self, suite: str) -> str:
         """The rollout's conda env, relative to workflow/rules/: CUDA suites need the GPU one."""
-        kind = self.params.suites[suite].kind
-        return "../../envs/" + ("gpu-eval.yaml" if kind in CUDA_SUITE_KINDS else "cpu-eval.yaml")
+        return "../../envs/" + EVAL_ENVS[self.params.suites[suite].language]
+
+    def roles_of(self, method: str) -> list[str]:
+        """The LLM roles a method's rollouts build (``llm.<role>`` is all they read of llm)."""
+        return ["generator"] + (["critic"] if self.methods[method].critique else [])
+
+    def language_of(self, suite: str) -> str:
+        """The suite's task language: which ``evaluation.<language>`` its rollouts read."""
+        return self.params.suites[suite].language
+
+    def dvc_params(self, raw: dict) -> dict[str, list[str]]:
+        """The params.yaml keys each DVC stage reads, as ``dvc.yaml`` lists them: what its
+        rules pass to their jobs, and what decides which jobs exist.
+
+        dvc.yaml serves every preset, so a stage lists what its jobs read under any of
+        them: ``evaluation`` whole (a rollout reads ``reward`` and its suite language's
+        block, ``cpp`` or ``cuda``), both LLM roles. ``suites`` and ``methods`` are listed
+        whole too: their names are the user's, and DVC tracks only the keys dvc.yaml
+        names, so a method added with ``dvc exp run -S`` and changed later would otherwise
+        never rerun its rollouts. A key ``raw`` does not hold is listed by its nearest
+        parent that it does, for the same reason."""
+        rollouts = [
+            "search",
+            "methods",
+            "evaluation",
+            "llm.generator",
+            "llm.critic",
+            "tables.main",
+            "tables.ablation",
+            "tables.rerank",
+        ]
+        stages = {
+            "suites": ["suites"],
+            "rollouts": rollouts,
+            "r2g": ["r2g", "search.gamma"],
+            "reranked": [*rollouts, "r2g.dataset.test_fraction", "r2g.dataset.seed"],
+        }
+        if self.params.kernelcompare is not None:
+            stages["kernelcompare"] = ["kernelcompare", "evaluation", "llm.generator"]
+        stages["tables"] = ["preset", "suites", "search", "methods", "llm", "tables"]
+        return {stage: _held_keys(keys, raw) for stage, keys in stages.items()}
 
     def inflight_path(self, wildcards) -> str:
         """Where a rollout grows until it is complete; the declared output appears only then."""
@@ -147,49 +183,24 @@ class PipelinePlan:
         )
 
 
+def _held_keys(keys: list[str], raw: dict) -> list[str]:
+    """Each dotted key, or its nearest parent that ``raw`` holds; no repeats."""
+    held = []
+    for key in keys:
+        node, parts = raw, []
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+            parts.append(part)
+        if parts:
+            held.append(".".join(parts))
+    return list(dict.fromkeys(held))
+
+
 def suite_task_ids(name: str, cfg: Suite) -> list[str]:
     """Task ids known before the suite is built, so the job list is fixed at parse time."""
-    if cfg.kind == "builtin_cpp":
-        available = sorted(p.name for p in BUILTIN_CPP_DIR.iterdir() if (p / "slow.cpp").is_file())
-        wanted = cfg.problems or available
-        unknown = sorted(set(wanted) - set(available))
-        if unknown:
-            raise ConfigError(
-                f"suites.{name}.problems: unknown problem(s) {unknown}; available: {available}"
-            )
-        return list(wanted)
-    if cfg.kind == "pie":
-        records = Path(cfg.records)
-        if not records.is_file():
-            raise ConfigError(
-                f"suites.{name}.records: {records} does not exist (point it at your PIE checkout)"
-            )
-        ids = []
-        for lineno, rec in enumerate(read_jsonl(records), 1):
-            if "problem_id" not in rec:
-                raise TaskFormatError(f"{records}:{lineno}: record has no 'problem_id' field")
-            if rec["problem_id"] not in ids:
-                ids.append(rec["problem_id"])
-        return ids[: cfg.limit or None]
-    return [t.task_id for t in cuda_suite_tasks(name, cfg)]
-
-
-def cuda_suite_tasks(name: str, cfg: Suite) -> list[Task]:
-    """KernelBench-format tasks: the built-in suite, or ``root`` of a user's KernelBench checkout.
-
-    Loading only parses the problem files, so this is cheap enough to run at plan time.
-    """
-    if cfg.kind == "builtin_cuda":
-        root = BUILTIN_CUDA_DIR
-    else:
-        root = Path(cfg.root)
-        if not (root / "level1").is_dir() and not (root / "level2").is_dir():
-            raise ConfigError(
-                f"suites.{name}.root: {root} has no level1/ or level2/ folder; set it to the "
-                "KernelBench/ folder of your KernelBench checkout"
-            )
-    tasks = load_kernelbench_dir(root, levels=list(cfg.levels) or None, suite=name)
-    return tasks[: cfg.limit or None]
+    return cfg.task_ids(name)
 
 
 # ---- stages -------------------------------------------------------------------------
@@ -198,16 +209,7 @@ def cuda_suite_tasks(name: str, cfg: Suite) -> list[Task]:
 def build_suite(name: str, cfg: Suite, out_dir: Path) -> list[Task]:
     """Write ``out_dir/tasks.jsonl`` (normalized tasks), beside PIE-layout tests for C++ suites."""
     out_dir = Path(out_dir)
-    if cfg.kind == "builtin_cpp":
-        tasks = materialize_builtin_cpp(
-            out_dir, n_tests=cfg.n_tests, seed=cfg.seed, problems=list(cfg.problems) or None
-        )
-    elif cfg.kind in CUDA_SUITE_KINDS:
-        tasks = cuda_suite_tasks(name, cfg)
-    else:
-        tasks = load_pie_records(Path(cfg.records), Path(cfg.tests_root), name)
-        tasks = tasks[: cfg.limit or None]
-    tasks = [replace(t, suite=name) for t in tasks]  # the params' suite name names every record
+    tasks = [replace(t, suite=name) for t in cfg.tasks(name, out_dir)]  # the params' name
     write_tasks_jsonl(tasks, out_dir / "tasks.jsonl")
     return tasks
 
@@ -418,56 +420,3 @@ def _budget_label(method: dict) -> str:
     label += f" = {method['depth'] * executed} evals"
     limits = {k: v for k, v in (method.get("budget") or {}).items() if v is not None}
     return label + "".join(f", {k} {v}" for k, v in limits.items())
-
-
-def build_r2g_dataset(
-    rollouts: list[Path], r2g: dict, gamma: float, suite_dirs: list[Path], out_dir: Path
-) -> dict:
-    """Examples from executed candidates of the training methods, split by task."""
-
-    cfg = load_r2g(r2g).dataset
-    tasks = [t for d in suite_dirs for t in read_tasks_jsonl(Path(d) / "tasks.jsonl")]
-    descriptions = (
-        {f"{t.suite}/{t.task_id}": t.description for t in tasks} if cfg.with_descriptions else None
-    )
-    dataset = build_dataset(
-        rollouts,
-        gamma,
-        cfg.test_fraction,
-        cfg.seed,
-        cfg.max_prompt_chars,
-        descriptions,
-        all_tasks={(t.suite, t.task_id) for t in tasks},  # the split PipelinePlan.held_out uses
-    )
-    write_dataset(dataset, out_dir)
-    return dataset.card()
-
-
-def train_r2g(dataset_dir: Path, r2g: dict, out_dir: Path) -> dict:
-    return train(read_dataset(dataset_dir), load_r2g(r2g).model, out_dir)
-
-
-def evaluate_r2g(model_dir: Path, dataset_dir: Path, r2g: dict, out: Path) -> dict:
-    """Held-out ranking metrics, and which model produced them, for the rerank table."""
-
-    from maxcode.r2g.evaluate import evaluate_reranker  # scipy: seconds to import; only here
-
-    reranker = load_reranker(model_dir)
-    metrics = evaluate_reranker(reranker, read_dataset(dataset_dir).test)
-    report = {
-        "model": {"kind": r2g["kind"], "name": reranker.name},
-        "metrics": _flat_metrics(metrics["all"]),
-        "detail": json.loads(json.dumps(metrics, default=str)),
-    }
-    atomic_write_json(out, report)
-    return report
-
-
-def _flat_metrics(block: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in block.items():
-        if isinstance(value, dict):
-            flat.update(_flat_metrics(value, f"{prefix}{key}."))
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            flat[f"{prefix}{key}"] = value
-    return flat

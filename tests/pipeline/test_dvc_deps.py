@@ -4,6 +4,7 @@ and the exact params keys it reads."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -40,10 +41,8 @@ def module_file(name: str) -> Path | None:
 
 def imported(path: Path) -> set[str]:
     text = path.read_text()
-    if path.suffix == ".smk":  # Python lines of a rules file
-        text = "\n".join(
-            line for line in text.splitlines() if line.startswith(("from ", "import "))
-        )
+    if path.suffix == ".smk":  # the import statements of a rules file
+        text = "\n".join(re.findall(r"^(?:from|import) [^\n(]*(?:\([^)]*\))?", text, re.M))
     names = set()
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -98,3 +97,42 @@ def test_prompt_templates_are_a_dep_of_the_stages_that_render_them():
 def test_the_checker_sees_function_local_imports():
     files = {p.name for p in closure(["workflow/scripts/evaluate_r2g.py"])}
     assert "evaluate.py" in files  # r2g.evaluate is imported inside pipeline.evaluate_r2g
+
+
+def test_each_stage_lists_exactly_the_params_keys_the_plan_says_it_reads():
+    """dvc.yaml's `params:` are the plan's (PipelinePlan.dvc_params), stage by stage, so a
+    rule that starts reading another key cannot leave DVC blind to it."""
+    from maxcode.pipeline import PipelinePlan
+
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    wanted = PipelinePlan.from_config(raw).dvc_params(raw)
+    listed = {name: stage.get("params", []) for name, stage in STAGES.items()}
+    assert listed == wanted
+
+
+@pytest.mark.parametrize("preset", ["offline", "gpu", "paper"])
+def test_every_preset_holds_every_key_dvc_yaml_lists(preset):
+    """`cp presets/<p>.yaml params.yaml` then `dvc repro`: DVC refuses a stage whose
+    params key the file lacks, and tracks nothing below a key it does not list."""
+    from maxcode.pipeline import _held_keys
+
+    raw = yaml.safe_load((REPO / "presets" / f"{preset}.yaml").read_text())
+    for name, stage in STAGES.items():
+        for key in stage.get("params", []):
+            assert _held_keys([key], raw) == [key], f"{preset}: stage {name} lists {key}"
+
+
+def test_the_tables_stage_lists_what_its_labels_read():
+    """Budget labels come from the methods (and the search defaults they inherit), model
+    labels from the LLM roles: a change there must rebuild the tables."""
+    assert {"methods", "search", "llm"} <= set(STAGES["tables"]["params"])
+    assert {"r2g.dataset.test_fraction", "r2g.dataset.seed"} <= set(STAGES["reranked"]["params"])
+
+
+def test_dvc_yaml_outs_are_the_plans_paths():
+    """The reward-to-go outputs: the rules, `maxcode r2g` and dvc.yaml name the same paths."""
+    from maxcode.pipeline import R2G_DATA, R2G_MODEL, R2G_RANKING
+
+    assert STAGES["r2g"]["outs"] == [R2G_DATA, R2G_MODEL, str(Path(R2G_RANKING).parent)]
+    assert f"{R2G_DATA}/card.json" in STAGES["tables"]["deps"]
+    assert R2G_MODEL in STAGES["reranked"]["deps"]

@@ -31,3 +31,27 @@ def test_a_kernelcompare_param_change_reruns_the_stage_that_reads_it(tmp_path):
     changed = plan_after(lambda kc: kc["split"].update(seed=7))
     assert "rule kernelcompare_split:" in changed
     assert "Params have changed since last execution" in changed
+
+
+def test_a_rollout_reruns_on_its_own_values_only(tmp_path):
+    """A rollout job gets the LLM roles its method builds and its language's evaluator
+    settings: another role's or language's change leaves it done; its own reruns it."""
+    workdir = make_workdir(tmp_path / "w", tiny_params())
+    target = "results/rollouts/cpp_builtin/cuda-llm/io_prefix_sums_endl/seed0.jsonl"
+    proc = snakemake(workdir, target)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def plan_after(change) -> str:
+        params = tiny_params()
+        change(params)
+        (workdir / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        dry = snakemake(workdir, "-n", target)
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        return dry.stdout + dry.stderr
+
+    critic = plan_after(lambda p: p["llm"]["critic"].update(temperature=0.3))
+    assert "Nothing to be done" in critic  # cuda-llm shows no critiques
+    cuda = plan_after(lambda p: p["evaluation"].update(cuda={"profile_calls": 5}))
+    assert "Nothing to be done" in cuda  # a C++ task never builds the CUDA evaluator
+    own = plan_after(lambda p: p["evaluation"]["cpp"].update(time_limit_s=9))
+    assert "rule rollout:" in own and "Params have changed since last execution" in own

@@ -101,9 +101,9 @@ def test_gpu_preset_plans_cuda_rollouts_on_one_gpu_each(tmp_path):
     assert "results/rollouts/cpp_builtin" not in proc.stdout  # params.yaml's suite is gone
     assert "results/rollouts/cuda_l2/cuda-llm+maxcode/cuda_l2-L2-1/seed2.jsonl" in proc.stdout
     assert all(p.gpus(s) == 1 for s in p.tasks)
-    # the table's CLI reads the preset, not params.yaml (the other stages get its values)
-    shell = plan(workdir, workdir / "presets" / "gpu.yaml", "-p", "kernelcompare")
-    assert "--params " + str(workdir / "presets" / "gpu.yaml") in shell.stdout
+    # every KernelCompare rule, the table's included, gets the preset's values, not a file
+    kc = plan(workdir, workdir / "presets" / "gpu.yaml", "kernelcompare")
+    assert "kernelcompare_table" in kc.stdout and "--params" not in kc.stdout
 
 
 def test_a_preset_merged_into_params_yaml_is_refused(tmp_path):

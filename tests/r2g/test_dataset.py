@@ -6,41 +6,58 @@ from pathlib import Path
 import pytest
 
 from maxcode.errors import RolloutFormatError
+from maxcode.llm.usage import Usage
 from maxcode.r2g.dataset import build_dataset, read_dataset, split_tasks, write_dataset
 from maxcode.r2g.prompt import build_prompt
 from maxcode.r2g.synthetic import write_synthetic_rollouts
 from maxcode.records import JsonlWriter
+from maxcode.search.records import CandidateRecord, RunEnd, RunId, RunStart
 
 
 def _candidate(
     step: int, i: int, cid: str, parent: str, reward: float | None, executed=True
-) -> dict:
-    return {
-        "kind": "candidate",
-        "step": step,
-        "proposal_index": i,
-        "candidate_id": cid,
-        "parent_id": parent,
-        "source": f"int main() {{ return {cid!r}; }}",
-        "executed": executed,
-        "evaluation": None,
-        "reward": reward,
-        "observation_text": f"task=t1 step={step + 1}/3",
-    }
+) -> CandidateRecord:
+    return CandidateRecord(
+        step=step,
+        proposal_index=i,
+        candidate_id=cid,
+        parent_id=parent,
+        source=f"int main() {{ return {cid!r}; }}",
+        executed=executed,
+        rerank_score=None,
+        rerank_fallback=None,
+        evaluation=None,
+        reward=reward,
+        critique=None,
+        observation_text=f"task=t1 step={step + 1}/3",
+        best_discounted_reward=0.0,
+        usage=Usage(),
+        prompt_version=None,
+        meta={},
+    )
 
 
-def _write_run(path: Path, records: list[dict], task_id: str = "t1", complete: bool = True) -> Path:
+def _start(task_id: str = "t1") -> RunStart:
+    return RunStart(
+        run=RunId("s", task_id, "m", 0),
+        config={},
+        reward_kind="speedup",
+        policy={"name": "p", "offline": True},
+        critic=None,
+        reranker=None,
+        evaluator="e",
+        task_hash="h",
+        provenance={},
+    )
+
+
+def _write_run(
+    path: Path, records: list[CandidateRecord], task_id: str = "t1", complete: bool = True
+) -> Path:
+    end = RunEnd(3.0, None, [], [], "depth", Usage(), len(records), 0.0)
     with JsonlWriter(path) as w:
-        w.write(
-            {
-                "kind": "run_start",
-                "run": {"suite": "s", "task_id": task_id, "method": "m", "seed": 0},
-            }
-        )
-        for r in records:
-            w.write(r)
-        if complete:
-            w.write({"kind": "run_end", "best_reward": 3.0})
+        for r in [_start(task_id), *records, *([end] if complete else [])]:
+            w.write(r.to_dict())
     return path
 
 
@@ -93,8 +110,8 @@ def test_bad_records_name_file_and_field(tmp_path: Path) -> None:
         build_dataset([path], 0.9, 0.5, 0, 512)
     two_starts = tmp_path / "two.jsonl"
     with JsonlWriter(two_starts) as w:
-        w.write({"kind": "run_start", "run": {}})
-        w.write({"kind": "run_start", "run": {}})
+        w.write(_start().to_dict())
+        w.write(_start().to_dict())
     with pytest.raises(RolloutFormatError, match=r"two\.jsonl: expected one run_start"):
         build_dataset([two_starts], 0.9, 0.5, 0, 512)
     with pytest.raises(ValueError, match="test_fraction"):

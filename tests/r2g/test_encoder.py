@@ -6,11 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from maxcode.r2g.base import Candidate
 from maxcode.r2g.config import EncoderR2GConfig
 from maxcode.r2g.dataset import R2GDataset
 from maxcode.r2g.encoder import bundled_model_path, fit_ridge, task_folds, token_features
 from maxcode.r2g.evaluate import evaluate_reranker
-from maxcode.r2g.reranker import Candidate, load_reranker, train
+from maxcode.r2g.reranker import load_reranker, train
 from maxcode.search.types import Observation, Proposal
 from maxcode.tasks.model import Task
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from maxcode.r2g.base import Candidate
 from maxcode.r2g.config import GenerativeR2GConfig, TinyModelSpec
 from maxcode.r2g.dataset import R2GDataset
 from maxcode.r2g.generative import (
@@ -15,7 +16,7 @@ from maxcode.r2g.generative import (
     parse_value,
     prepare_model,
 )
-from maxcode.r2g.reranker import Candidate, load_reranker, train
+from maxcode.r2g.reranker import load_reranker, train
 from maxcode.search.types import Observation, Proposal
 from maxcode.tasks.model import Task
 

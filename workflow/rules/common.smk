@@ -1,7 +1,15 @@
 # Validate params before any job runs, then derive the job lists from them.
 from pathlib import Path
 
-from maxcode.pipeline import ROLLOUT, SUITE_DIR, PipelinePlan, clean_inflight
+from maxcode.pipeline import (
+    R2G_DATA,
+    R2G_MODEL,
+    R2G_RANKING,
+    ROLLOUT,
+    SUITE_DIR,
+    PipelinePlan,
+    clean_inflight,
+)
 
 PLAN = PipelinePlan.from_config(config, source=PARAMS_FILE)
 
@@ -23,7 +31,7 @@ def final_outputs():
     )
     return (
         PLAN.table_outputs()
-        + ["results/r2g/ranking.json"]
+        + [R2G_RANKING]
         + (list(kernelcompare) if "kernelcompare" in config else [])
     )
 
@@ -32,8 +40,21 @@ def rollout_inputs(wildcards):
     """The suite's tasks, plus the reward-to-go model when the method reranks with it."""
     inputs = {"suite": SUITE_DIR.format(suite=wildcards.suite)}
     if PLAN.methods[wildcards.method].rerank == "model":
-        inputs["model"] = "models/r2g"
+        inputs["model"] = R2G_MODEL
     return inputs
+
+
+def rollout_llm(wildcards):
+    """The LLM roles the method's rollouts build, as written in params (only these, so a
+    change to another role reruns none of its jobs)."""
+    return {role: config["llm"][role] for role in PLAN.roles_of(wildcards.method)}
+
+
+def rollout_evaluation(wildcards):
+    """The reward and the evaluator settings of the suite's task language."""
+    evaluation = config["evaluation"]
+    keys = ("reward", PLAN.language_of(wildcards.suite))
+    return {key: evaluation[key] for key in keys if key in evaluation}
 
 
 # Each table, plot and provenance file is flagged for `snakemake --report report.html`,
@@ -79,11 +100,22 @@ def tables_inputs(wildcards):
     trained); the papers' numbers when a file is set."""
     inputs = {"rollouts": PLAN.all_rollouts()}
     if PLAN.rerank_methods():
-        inputs["ranking"] = "results/r2g/ranking.json"
-        inputs["card"] = "data/r2g/card.json"
+        inputs["ranking"] = R2G_RANKING
+        inputs["card"] = f"{R2G_DATA}/card.json"
     if config["tables"].get("reference"):
         inputs["reference"] = config["tables"]["reference"]
     return inputs
+
+
+def kc_table_context(wildcards):
+    """What the KernelCompare table's header and reference columns read of params."""
+    suite = config["kernelcompare"]["sources"]["suite"]
+    return {
+        "preset": config["preset"],
+        "kernelcompare": config["kernelcompare"],
+        "suites": {suite: config["suites"][suite]},
+        "tables": {"reference": config["tables"].get("reference")},
+    }
 
 
 def kc_sections(*names):

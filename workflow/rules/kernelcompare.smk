@@ -109,7 +109,9 @@ rule kernelcompare_heldout:
 rule kernelcompare_table:
     """The report's table: correctness and speedups for base, +SFT, +GRPO."""
     input:
-        expand("results/kernelcompare/heldout_{kcstage}.jsonl", kcstage=KC_STAGES),
+        heldout=expand(
+            "results/kernelcompare/heldout_{kcstage}.jsonl", kcstage=KC_STAGES
+        ),
     output:
         [
             reported(p)
@@ -122,10 +124,7 @@ rule kernelcompare_table:
     conda:
         "../../envs/train.yaml"
     params:
-        file=PARAMS_FILE,
-        stages=lambda w, input: " ".join(
-            f"--stage '{KC_ROWS[s]}={path}'" for s, path in zip(KC_STAGES, input)
-        ),
-    shell:
-        "maxcode kernelcompare table {params.stages} --out results/tables/kernelcompare "
-        "--params {params.file} > {log} 2>&1"
+        rows=list(KC_ROWS.values()),
+        context=kc_table_context,
+    script:
+        "../scripts/kernelcompare.py"

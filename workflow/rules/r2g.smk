@@ -4,10 +4,10 @@ rule r2g_dataset:
         rollouts=PLAN.r2g_training_rollouts(),
         suites=PLAN.suite_dirs(),
     output:
-        train="data/r2g/train.jsonl",
-        test="data/r2g/test.jsonl",
-        card="data/r2g/card.md",
-        card_json="data/r2g/card.json",
+        train=f"{R2G_DATA}/train.jsonl",
+        test=f"{R2G_DATA}/test.jsonl",
+        card=f"{R2G_DATA}/card.md",
+        card_json=f"{R2G_DATA}/card.json",
     log:
         "logs/r2g/dataset.log",
     conda:
@@ -22,10 +22,10 @@ rule r2g_dataset:
 rule r2g_train:
     """Train the reward-to-go model (kind from params) on the training split."""
     input:
-        train="data/r2g/train.jsonl",
-        test="data/r2g/test.jsonl",
+        train=f"{R2G_DATA}/train.jsonl",
+        test=f"{R2G_DATA}/test.jsonl",
     output:
-        directory("models/r2g"),
+        directory(R2G_MODEL),
     log:
         "logs/r2g/train.log",
     conda:
@@ -39,10 +39,10 @@ rule r2g_train:
 rule r2g_ranking:
     """Ranking quality on held-out tasks: average rank, Spearman, top-m kept reward."""
     input:
-        model="models/r2g",
-        test="data/r2g/test.jsonl",
+        model=R2G_MODEL,
+        test=f"{R2G_DATA}/test.jsonl",
     output:
-        "results/r2g/ranking.json",
+        R2G_RANKING,
     log:
         "logs/r2g/ranking.log",
     conda:

@@ -13,8 +13,8 @@ rule rollout:
         gpu=lambda wildcards: PLAN.gpus(wildcards.suite),
     params:
         method=lambda wildcards: PLAN.methods[wildcards.method].to_dict(),
-        llm=config["llm"],
-        evaluation=config["evaluation"],
+        llm=rollout_llm,
+        evaluation=rollout_evaluation,
         inflight=lambda wildcards: PLAN.inflight_path(wildcards),
         cache_dir=".cache",
     script:

@@ -1,12 +1,13 @@
 import sys
 from pathlib import Path
 
-from maxcode.pipeline import build_r2g_dataset
+from maxcode.params import load_r2g
+from maxcode.stages.r2g import dataset_stage
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: SIM115
-card = build_r2g_dataset(
+card = dataset_stage(
     [Path(p) for p in snakemake.input.rollouts],
-    snakemake.params.r2g,
+    load_r2g(snakemake.params.r2g),
     snakemake.params.gamma,
     [Path(p) for p in snakemake.input.suites],
     Path(snakemake.output.train).parent,

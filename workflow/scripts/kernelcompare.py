@@ -10,9 +10,11 @@ from maxcode.params import EvaluationParams
 from maxcode.stages import kernelcompare as stages
 
 sys.stderr = sys.stdout = open(snakemake.log[0], "w")  # noqa: SIM115
-kc = load_kernelcompare_params({"kernelcompare": snakemake.params.kernelcompare})
 rule, out = snakemake.rule, Path(snakemake.output[0])
 p, i = snakemake.params, snakemake.input
+# The table reads the header's context, not a stage's sections.
+sections = p.context["kernelcompare"] if rule == "kernelcompare_table" else p.kernelcompare
+kc = load_kernelcompare_params({"kernelcompare": sections})
 if rule == "kernelcompare_pairs":
     stats = stages.extract_pairs(
         kc,
@@ -26,6 +28,10 @@ if rule == "kernelcompare_pairs":
     print(stats["suites"])
 elif rule == "kernelcompare_split":
     print(stages.split_stage(kc, Path(i.tasks) / "tasks.jsonl", out).fingerprint)
+elif rule == "kernelcompare_table":
+    files = dict(zip(p.rows, [Path(f) for f in i.heldout], strict=True))
+    table = stages.table_stage(files, p.context, out.with_suffix(""))  # .md -> the prefix
+    print(table.markdown())
 elif rule == "kernelcompare_sft":
     print(stages.sft_stage(kc, Path(i.pairs), out))
 else:

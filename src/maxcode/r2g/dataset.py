@@ -20,7 +20,8 @@ import numpy as np
 
 from maxcode.errors import RolloutFormatError
 from maxcode.r2g.prompt import PROMPT_VERSION, build_prompt, format_target
-from maxcode.records import atomic_write_json, atomic_write_text, read_jsonl
+from maxcode.records import atomic_write_json, atomic_write_text
+from maxcode.search.records import CandidateRecord, RunEnd, RunStart, read_records
 from maxcode.search.returns import candidate_returns
 
 SPLITS = ("train", "test")
@@ -185,22 +186,19 @@ def _examples_of_run(
     descriptions: Mapping[str, str] | None,
     skipped: dict[str, int],
 ) -> list[R2GExample]:
-    records = list(read_jsonl(path))
-    starts = [r for r in records if r.get("kind") == "run_start"]
+    records = read_records(path)
+    starts = [r for r in records if isinstance(r, RunStart)]
     if len(starts) != 1:
         raise RolloutFormatError(
             f"{path}: expected one run_start record, found {len(starts)}; "
             "each rollout file holds one run (docs/records.md)"
         )
-    if not any(r.get("kind") == "run_end" for r in records):
+    if not any(isinstance(r, RunEnd) for r in records):
         skipped["incomplete_runs"] += 1
         return []
-    run = starts[0].get("run") or {}
-    missing = [k for k in ("suite", "task_id", "method", "seed") if k not in run]
-    if missing:
-        raise RolloutFormatError(f"{path}: run_start.run lacks {missing}")
-    suite, task_id = str(run["suite"]), str(run["task_id"])
-    run_id = f"{suite}/{run['method']}/{task_id}/seed{run['seed']}"
+    run = starts[0].run
+    suite, task_id = run.suite, run.task_id
+    run_id = f"{suite}/{run.method}/{task_id}/seed{run.seed}"
     description = ""
     if descriptions is not None:
         if f"{suite}/{task_id}" not in descriptions:
@@ -210,40 +208,41 @@ def _examples_of_run(
             )
         description = descriptions[f"{suite}/{task_id}"]
 
-    executed = []
+    executed: list[CandidateRecord] = []
     for lineno, r in enumerate(records, 1):
-        if r.get("kind") != "candidate":
+        if not isinstance(r, CandidateRecord):
             continue
-        if not r.get("executed"):
+        if not r.executed:
             skipped["unexecuted_candidates"] += 1
             continue
-        for name in ("step", "proposal_index", "candidate_id", "parent_id", "source", "reward"):
-            if r.get(name) is None:
+        for name in ("candidate_id", "source", "reward"):
+            if getattr(r, name) is None:
                 raise RolloutFormatError(
                     f"{path}: candidate record {lineno} is executed but has no {name!r}"
                 )
         executed.append(r)
     returns = candidate_returns(
-        ((r["candidate_id"], r["parent_id"], float(r["reward"])) for r in executed), params.gamma
+        ((r.candidate_id, r.parent_id, float(r.reward)) for r in executed), params.gamma
     )
     out = []
     for r in executed:
-        value = returns[r["candidate_id"]]
-        obs_text = r.get("observation_text") or ""
+        value = returns[r.candidate_id]
         out.append(
             R2GExample(
                 task_id=task_id,
                 suite=suite,
-                prompt=build_prompt(obs_text, r["source"], params.max_prompt_chars, description),
+                prompt=build_prompt(
+                    r.observation_text, r.source, params.max_prompt_chars, description
+                ),
                 target=format_target(value),
                 value=value,
                 run_id=run_id,
-                step=int(r["step"]),
-                proposal_index=int(r["proposal_index"]),
-                candidate_id=r["candidate_id"],
-                reward=float(r["reward"]),
-                observation_text=obs_text,
-                source=r["source"],
+                step=r.step,
+                proposal_index=r.proposal_index,
+                candidate_id=r.candidate_id,
+                reward=float(r.reward),
+                observation_text=r.observation_text,
+                source=r.source,
                 description=description,
             )
         )

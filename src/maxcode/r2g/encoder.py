@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from maxcode.r2g.base import MANIFEST, Candidate, R2GReranker
 from maxcode.r2g.config import EncoderR2GConfig, config_to_dict, load_config
 from maxcode.r2g.dataset import DatasetParams, R2GDataset
-from maxcode.r2g.reranker import MANIFEST, Candidate, R2GReranker
 from maxcode.records import atomic_write_json
 from maxcode.search.types import Score
 

@@ -17,8 +17,8 @@ from math import comb
 import numpy as np
 from scipy.stats import spearmanr
 
+from maxcode.r2g.base import Candidate, R2GReranker
 from maxcode.r2g.dataset import R2GExample
-from maxcode.r2g.reranker import Candidate, R2GReranker
 from maxcode.search.types import Score
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
+from maxcode.r2g.base import MANIFEST, Candidate, R2GReranker
 from maxcode.r2g.config import GenerativeR2GConfig, config_to_dict, load_config
 from maxcode.r2g.dataset import DatasetParams, R2GDataset
 from maxcode.r2g.prompt import build_prompt, format_target
-from maxcode.r2g.reranker import MANIFEST, Candidate, R2GReranker
 from maxcode.records import atomic_write_json
 from maxcode.search.types import Score
 

@@ -10,12 +10,13 @@ rollouts, and every file is labelled ``synthetic`` in its run_start record.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from pathlib import Path
 
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
-from maxcode.records import JsonlWriter
+from maxcode.llm.usage import Usage
+from maxcode.records import JsonlWriter, sha256_text
+from maxcode.search.records import REFERENCE_ID, CandidateRecord, RunEnd, RunId, RunStart, StepEnd
 from maxcode.search.returns import step_returns
 
 TRANSFORMS = ("fast_io", "no_endl", "reserve", "prefix_sum")
@@ -102,26 +103,25 @@ def _write_run(
 ) -> None:
     rng = random.Random(f"{seed}:{suite}:{task_id}:run{run_seed}")
     reference_cost = rng.uniform(0.5, 3.0)
-    best_id, best_reward, best_transforms = "reference", 0.0, frozenset()
+    best_id, best_reward, best_transforms = REFERENCE_ID, 0.0, frozenset()
     history: list[str] = []
     step_rewards = []
     with JsonlWriter(path) as w:
         w.write(
-            {
-                "kind": "run_start",
-                "run": {
-                    "suite": suite,
-                    "task_id": task_id,
-                    "method": "synthetic",
-                    "seed": run_seed,
-                },
-                "config": {"depth": depth, "k": k, "gamma": gamma},
-                "policy": {"name": "synthetic-transforms/1", "offline": True},
-                "critic": None,
-                "reranker": None,
-                "synthetic": True,
-            }
+            RunStart(
+                run=RunId(suite, task_id, "synthetic", run_seed),
+                config={"depth": depth, "k": k, "gamma": gamma},
+                reward_kind="speedup",
+                policy={"name": "synthetic-transforms/1", "offline": True},
+                critic=None,
+                reranker=None,
+                evaluator="synthetic",
+                task_hash=sha256_text(program(frozenset(), None, helpers, task_id)),
+                provenance={"generator": "maxcode.r2g.synthetic", "seed": seed},
+                synthetic=True,
+            ).to_dict()
         )
+        evaluations = 0
         for step in range(depth):
             obs_text = "\n".join(
                 [
@@ -141,28 +141,28 @@ def _write_run(
                 source = program(transforms, breaks, helpers, task_id)
                 result = _result(transforms, breaks, factors, reference_cost, rng)
                 reward = result.speedup or 0.0
-                cid = hashlib.sha256(source.encode()).hexdigest()[:16]
+                cid = sha256_text(source)[:16]
                 w.write(
-                    {
-                        "kind": "candidate",
-                        "step": step,
-                        "proposal_index": i,
-                        "candidate_id": cid,
-                        "parent_id": best_id,
-                        "source": source,
-                        "executed": True,
-                        "rerank_score": None,
-                        "rerank_fallback": None,
-                        "evaluation": result.to_dict(),
-                        "reward": reward,
-                        "critique": None,
-                        "observation_text": obs_text,
-                        "best_discounted_reward": best_reward,
-                        "usage": {},
-                        "prompt_version": None,
-                        "meta": {"transforms": sorted(transforms), "breaks": breaks},
-                    }
+                    CandidateRecord(
+                        step=step,
+                        proposal_index=i,
+                        candidate_id=cid,
+                        parent_id=best_id,
+                        source=source,
+                        executed=True,
+                        rerank_score=None,
+                        rerank_fallback=None,
+                        evaluation=result.to_dict(),
+                        reward=reward,
+                        critique=None,
+                        observation_text=obs_text,
+                        best_discounted_reward=best_reward,
+                        usage=Usage(),
+                        prompt_version=None,
+                        meta={"transforms": sorted(transforms), "breaks": breaks},
+                    ).to_dict()
                 )
+                evaluations += 1
                 history.append(f"attempt s{step}#{i}: reward={reward:.3f}; {_feedback(result)}")
                 step_best = max(step_best, reward)
                 if reward > new_best[1]:
@@ -170,22 +170,26 @@ def _write_run(
             best_id, best_reward, best_transforms = new_best
             step_rewards.append(step_best)
             w.write(
-                {
-                    "kind": "step_end",
-                    "step": step,
-                    "step_reward": step_best,
-                    "best_reward": best_reward,
-                }
+                StepEnd(
+                    step=step,
+                    step_reward=step_best,
+                    best_reward=best_reward,
+                    best_candidate_id=None if best_id == REFERENCE_ID else best_id,
+                    usage=Usage(),
+                    evaluations=evaluations,
+                ).to_dict()
             )
         w.write(
-            {
-                "kind": "run_end",
-                "best_reward": best_reward,
-                "best_candidate_id": best_id,
-                "step_rewards": step_rewards,
-                "step_returns": step_returns(step_rewards, gamma),
-                "stopped_by": "depth",
-            }
+            RunEnd(
+                best_reward=best_reward,
+                best_candidate_id=None if best_id == REFERENCE_ID else best_id,
+                step_rewards=step_rewards,
+                step_returns=step_returns(step_rewards, gamma),
+                stopped_by="depth",
+                usage=Usage(),
+                evaluations=evaluations,
+                wall_s=0.0,
+            ).to_dict()
         )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from maxcode.errors import RolloutIncompleteError
 from maxcode.llm.usage import Usage
-from maxcode.records import read_jsonl
+from maxcode.search.records import CandidateRecord, RunEnd, RunStart, StepEnd, read_records
 
 
 @dataclass(frozen=True)
@@ -34,37 +34,35 @@ class RunRow:
 
 
 def read_run(path: Path) -> RunRow:
-    records = list(read_jsonl(path))
-    if not records or records[0].get("kind") != "run_start" or records[-1].get("kind") != "run_end":
+    records = read_records(path)
+    start, end = (records[0], records[-1]) if records else (None, None)
+    if not isinstance(start, RunStart) or not isinstance(end, RunEnd):
         raise RolloutIncompleteError(
             f"{path}: not a finished rollout (needs run_start ... run_end); rerun its job"
         )
-    start, end = records[0], records[-1]
-    run, config = start["run"], start["config"]
-    steps = [r["best_reward"] for r in records if r["kind"] == "step_end"]
-    candidates = [r for r in records if r["kind"] == "candidate"]
+    run, config = start.run, start.config
+    steps = [r.best_reward for r in records if isinstance(r, StepEnd)]
+    candidates = [r for r in records if isinstance(r, CandidateRecord)]
     return RunRow(
-        suite=run["suite"],
-        task_id=run["task_id"],
-        method=run["method"],
-        seed=run["seed"],
-        best_reward=end["best_reward"],
+        suite=run.suite,
+        task_id=run.task_id,
+        method=run.method,
+        seed=run.seed,
+        best_reward=end.best_reward,
         best_after_step=tuple(steps),
         executed_per_step=config.get("execute_top_m") or config["k"],
-        evaluations=end["evaluations"],
+        evaluations=end.evaluations,
         candidates=len(candidates),
-        correct_candidates=sum(
-            1 for r in candidates if r["evaluation"] and r["evaluation"]["status"] == "ok"
-        ),
-        usage=Usage.from_dict(end["usage"]),
-        wall_s=end["wall_s"],
-        policy=start["policy"]["name"],
-        policy_offline=start["policy"]["offline"],
-        critic=(start.get("critic") or {}).get("name"),
-        critic_offline=(start.get("critic") or {}).get("offline"),
-        evaluator=start["evaluator"],
-        hardware=start.get("provenance", {}).get("hardware", {}),
-        stopped_by=end["stopped_by"],
+        correct_candidates=sum(1 for r in candidates if r.status == "ok"),
+        usage=end.usage,
+        wall_s=end.wall_s,
+        policy=start.policy["name"],
+        policy_offline=start.policy["offline"],
+        critic=(start.critic or {}).get("name"),
+        critic_offline=(start.critic or {}).get("offline"),
+        evaluator=start.evaluator,
+        hardware=start.provenance.get("hardware", {}),
+        stopped_by=end.stopped_by,
     )
 
 

@@ -23,6 +23,15 @@ from maxcode.llm.usage import Usage
 from maxcode.records import JsonlWriter, atomic_write_text, read_jsonl, sha256_text
 from maxcode.search.config import MethodConfig
 from maxcode.search.observation import build_observation, observation_summary
+from maxcode.search.records import (
+    REFERENCE_ID,
+    CandidateRecord,
+    RunEnd,
+    RunExtend,
+    RunId,
+    RunStart,
+    StepEnd,
+)
 from maxcode.search.returns import step_returns
 from maxcode.search.types import (
     Attempt,
@@ -38,8 +47,6 @@ from maxcode.tasks.model import Task
 
 if TYPE_CHECKING:
     from maxcode.llm.client import BudgetTracker
-
-REFERENCE_ID = "reference"
 
 
 def candidate_id(source: str) -> str:
@@ -136,12 +143,9 @@ def run_search(ctx: RunContext, out_path: Path) -> dict:
             writer.write(_run_start_record(ctx))
         elif grown:
             writer.write(
-                {
-                    "kind": "run_extend",
-                    "after_step": state.next_step,
-                    "config": method.to_dict(),
-                    "provenance": ctx.provenance,
-                }
+                RunExtend(
+                    after_step=state.next_step, config=method.to_dict(), provenance=ctx.provenance
+                ).to_dict()
             )
         stopped_by = "depth"
         for step in range(state.next_step, method.depth):
@@ -156,16 +160,15 @@ def run_search(ctx: RunContext, out_path: Path) -> dict:
                 break
             state.wall_s = time.monotonic() - started
             writer.write(
-                {
-                    "kind": "step_end",
-                    "step": step,
-                    "step_reward": state.step_rewards[-1],
-                    "best_reward": state.best.reward if state.best else 0.0,
-                    "best_candidate_id": state.best.candidate_id if state.best else None,
-                    "usage": state.usage.to_dict(),
-                    "evaluations": state.evaluations,
-                    "wall_s": state.wall_s,
-                }
+                StepEnd(
+                    step=step,
+                    step_reward=state.step_rewards[-1],
+                    best_reward=state.best.reward if state.best else 0.0,
+                    best_candidate_id=state.best.candidate_id if state.best else None,
+                    usage=state.usage,
+                    evaluations=state.evaluations,
+                    wall_s=state.wall_s,
+                ).to_dict()
             )
             _emit(
                 ctx,
@@ -182,17 +185,16 @@ def run_search(ctx: RunContext, out_path: Path) -> dict:
             ):
                 stopped_by = "target"
                 break
-        end = {
-            "kind": "run_end",
-            "best_reward": state.best.reward if state.best else 0.0,
-            "best_candidate_id": state.best.candidate_id if state.best else None,
-            "step_rewards": state.step_rewards,
-            "step_returns": step_returns(state.step_rewards, method.gamma),
-            "stopped_by": stopped_by,
-            "usage": state.usage.to_dict(),
-            "evaluations": state.evaluations,
-            "wall_s": time.monotonic() - started,
-        }
+        end = RunEnd(
+            best_reward=state.best.reward if state.best else 0.0,
+            best_candidate_id=state.best.candidate_id if state.best else None,
+            step_rewards=state.step_rewards,
+            step_returns=step_returns(state.step_rewards, method.gamma),
+            stopped_by=stopped_by,
+            usage=state.usage,
+            evaluations=state.evaluations,
+            wall_s=time.monotonic() - started,
+        ).to_dict()
         writer.write(end)
     _emit(ctx, "run_end", end)
     return end
@@ -235,25 +237,24 @@ def _run_step(
             except BudgetExhausted as err:
                 exhausted = err
         cid = candidate_id(p.source) if p.source is not None else None
-        record = {
-            "kind": "candidate",
-            "step": step,
-            "proposal_index": i,
-            "candidate_id": cid,
-            "parent_id": parent,
-            "source": p.source,
-            "executed": was_executed,
-            "rerank_score": scores[i].value if scores else None,
-            "rerank_fallback": scores[i].fallback if scores else None,
-            "evaluation": result.to_dict() if (was_executed or p.source is None) else None,
-            "reward": reward,
-            "critique": _critique_dict(critique),
-            "observation_text": obs_text,
-            "best_discounted_reward": obs.best_discounted_reward,
-            "usage": p.usage.to_dict(),
-            "prompt_version": p.prompt_version,
-            "meta": p.meta,
-        }
+        record = CandidateRecord(
+            step=step,
+            proposal_index=i,
+            candidate_id=cid,
+            parent_id=parent,
+            source=p.source,
+            executed=was_executed,
+            rerank_score=scores[i].value if scores else None,
+            rerank_fallback=scores[i].fallback if scores else None,
+            evaluation=result.to_dict() if (was_executed or p.source is None) else None,
+            reward=reward,
+            critique=_critique_dict(critique),
+            observation_text=obs_text,
+            best_discounted_reward=obs.best_discounted_reward,
+            usage=p.usage,
+            prompt_version=p.prompt_version,
+            meta=p.meta,
+        ).to_dict()
         writer.write(record)
         if was_executed:
             state.evaluations += 1
@@ -454,24 +455,18 @@ def _critique_dict(c: Critique | None) -> dict | None:
 
 
 def _run_start_record(ctx: RunContext) -> dict:
-    return {
-        "kind": "run_start",
-        "run": {
-            "suite": ctx.task.suite,
-            "task_id": ctx.task.task_id,
-            "method": ctx.method.name,
-            "seed": ctx.seed,
-        },
-        "config": ctx.method.to_dict(),
-        "reward_kind": ctx.reward_kind,
-        "policy": {"name": ctx.policy.name, "offline": ctx.policy.offline},
-        "critic": {"name": ctx.critic.name, "offline": ctx.critic.offline} if ctx.critic else None,
-        "reranker": {"name": ctx.reranker.name} if ctx.reranker else None,
-        "evaluator": ctx.evaluator.name,
-        "task_hash": ctx.task.content_hash(),
-        "fingerprint": ctx.fingerprint,
-        "provenance": ctx.provenance,
-    }
+    return RunStart(
+        run=RunId(ctx.task.suite, ctx.task.task_id, ctx.method.name, ctx.seed),
+        config=ctx.method.to_dict(),
+        reward_kind=ctx.reward_kind,
+        policy={"name": ctx.policy.name, "offline": ctx.policy.offline},
+        critic={"name": ctx.critic.name, "offline": ctx.critic.offline} if ctx.critic else None,
+        reranker={"name": ctx.reranker.name} if ctx.reranker else None,
+        evaluator=ctx.evaluator.name,
+        task_hash=ctx.task.content_hash(),
+        provenance=ctx.provenance,
+        fingerprint=ctx.fingerprint,
+    ).to_dict()
 
 
 def _dumps(record: dict) -> str:

@@ -118,6 +118,20 @@ def heldout_stage(
     )
 
 
+def table_stage(files: dict[str, Path], context: dict | None, out: Path):
+    """The report's table (correctness, speedups) from each stage's held-out results, in row
+    order; ``context`` (params' ``preset``, ``kernelcompare``, ``suites``, ``tables``) adds the
+    header block and the report's numbers. Writes ``out`` + .md/.csv/.tex/.html."""
+    from maxcode.kernelcompare.table import kernelcompare_table, load_rows
+    from maxcode.report.reference import kernelcompare_context
+
+    rows = load_rows(files)
+    notes, extra, meta = kernelcompare_context(context, list(files)) if context else ([], {}, {})
+    table = kernelcompare_table(rows, notes, extra, meta)
+    table.write(Path(out).parent, Path(out).name)
+    return table
+
+
 def split_part(tasks_path: Path, split_path: Path, part: str) -> list[Task]:
     tasks = read_tasks_jsonl(tasks_path)
     split = Split.from_dict(json.loads(split_path.read_text()), str(split_path))

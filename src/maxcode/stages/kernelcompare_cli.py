@@ -6,19 +6,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
-from maxcode.errors import ConfigError
 from maxcode.kernelcompare.params import KernelCompareParams, load_kernelcompare_params
 from maxcode.llm.config import RoleConfig, role_config_from_dict
 from maxcode.loader import load
-from maxcode.params import EvaluationParams
+from maxcode.params import EvaluationParams, read_params_file
 from maxcode.stages.kernelcompare import (
     extract_pairs,
     grpo_stage,
     heldout_stage,
     sft_stage,
     split_stage,
+    table_stage,
 )
 
 app = typer.Typer(help="KernelCompare: slow/fast CUDA pairs, SFT and single-turn GRPO.")
@@ -29,14 +28,7 @@ DEFAULT_CACHE = Path(".cache/kernelcompare")
 
 
 def _params(path: Path) -> tuple[dict, KernelCompareParams]:
-    if not path.is_file():
-        raise ConfigError(f"--params {path}: parameter file not found; pass the params.yaml to use")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"--params {path}: not valid YAML: {err}") from err
-    if not isinstance(raw, dict):
-        raise ConfigError(f"--params {path}: expected a mapping of params blocks")
+    raw = read_params_file(path)
     return raw, load_kernelcompare_params(raw)
 
 
@@ -147,19 +139,11 @@ def table(
     ] = None,
 ) -> None:
     """The report's table (correctness, speedups) from measured held-out results."""
-    from maxcode.kernelcompare.table import kernelcompare_table, load_rows
-    from maxcode.report.reference import kernelcompare_context
-
     files = {}
     for item in stage:
         name, sep, path = item.partition("=")
         if not sep:
             raise typer.BadParameter(f"--stage {item!r}: write it as NAME=path/to/results.jsonl")
         files[name] = Path(path)
-    rows = load_rows(files)
-    notes, extra, meta = (
-        kernelcompare_context(_params(params)[0], list(files)) if params else ([], {}, {})
-    )
-    table = kernelcompare_table(rows, notes, extra, meta)
-    table.write(out.parent, out.name)
+    table = table_stage(files, read_params_file(params) if params else None, out)
     typer.echo(table.markdown())
