@@ -292,6 +292,8 @@ def test_common_mistakes_are_one_line_naming_the_flag(program, tmp_path):
     assert "OPENAI_API_KEY" in line and "nothing was spent" in line
     line = one_line_error(optimize(*base, "--method", "nope"))
     assert "--method nope" in line and "cuda-llm" in line
+    line = one_line_error(optimize(*base, "--params", str(tmp_path / "missing.yaml")))
+    assert "--params" in line and "missing.yaml: parameter file not found" in line
     assert not (tmp_path / "o").exists()
 
 

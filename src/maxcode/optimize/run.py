@@ -17,7 +17,6 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import yaml
 from rich.console import Console
 
 from maxcode.errors import ConfigError, LLMConfigError, RunMismatch
@@ -33,7 +32,7 @@ from maxcode.optimize.target import (
     make_tests,
     read_target,
 )
-from maxcode.params import EvaluationParams
+from maxcode.params import EvaluationParams, read_params_file
 from maxcode.records import atomic_write_text, provenance, read_jsonl, sha256_text
 from maxcode.search.config import MethodConfig, method_from_params
 from maxcode.search.loop import GROWABLE, RunContext, differences, run_search
@@ -118,12 +117,10 @@ def load_method_params(path: Path | None) -> dict:
     """
     path = path or DEFAULT_PARAMS
     try:
-        params = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise TargetError(f"--params {path}: no such file") from None
-    except yaml.YAMLError as err:
-        raise TargetError(f"--params {path}: not valid YAML ({err})") from None
-    if not isinstance(params, dict) or not isinstance(params.get("methods"), dict):
+        params = read_params_file(path)
+    except ConfigError as err:
+        raise TargetError(f"--params {err}") from None
+    if not isinstance(params.get("methods"), dict):
         raise TargetError(f"--params {path}: has no `methods:` block")
     return params
 
