@@ -227,6 +227,7 @@ class CudaEvaluator:
             toolchain.fingerprint(),
             self.config.host_pch,
             self.config.light_cuda_headers,
+            *([True] if self.config.split_host_functions else []),  # earlier keys stay valid
             EVALUATOR_VERSION,
         ]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
@@ -285,6 +286,7 @@ class CudaEvaluator:
             self.config.host_pch,
             self.config.light_cuda_headers,
             jail=self.jail,
+            split_host=self.config.split_host_functions,
         )
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()

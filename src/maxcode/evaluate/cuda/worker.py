@@ -385,6 +385,7 @@ class _Run:
             self.job["cuda_arch"],
             self.cfg.host_pch,
             self.cfg.light_cuda_headers,
+            split_host=self.cfg.split_host_functions,
         )
         cand_path = self.job_dir / "candidate.py"
         try:
