@@ -37,6 +37,7 @@ from maxcode.evaluate.cuda.build import (
     NVCC_TIME_DIR_VAR,
     BuildCache,
     ExtensionSpec,
+    _flags_block_split,
     _needs_more_headers,
     _run_parallel,
     hide_host_code_from_device_pass,
@@ -44,6 +45,7 @@ from maxcode.evaluate.cuda.build import (
     torch_flags,
     trim_log,
 )
+from maxcode.evaluate.cuda.host_split import HostSplit, split_host_functions
 from maxcode.evaluate.sandbox import confinement
 
 HEADER_TAG = re.compile(r"4cuda3std|6thrust|3cub")  # mangled cuda::std, thrust, cub
@@ -93,6 +95,10 @@ def specs_in(source: str) -> list[ExtensionSpec]:
             kwargs = {k.arg: _value(k.value, names) for k in node.keywords if k.arg in _SPEC_ARGS}
             specs.append(ExtensionSpec.from_load_inline(**kwargs))  # type: ignore[arg-type]
     return specs
+
+
+def _split_reason(split: HostSplit | str) -> str:
+    return "" if isinstance(split, HostSplit) else split
 
 
 def candidates(kb: Path, limit: int) -> list[tuple[str, ExtensionSpec]]:
@@ -262,6 +268,14 @@ def main() -> None:
     )
     for tier, n in shares.most_common():
         print(f"  reached {tier}: {n} ({100 * n / len(records):.0f}%)")
+    # Static: whose host functions the build first tries in the host binding (host_split).
+    moved = Counter(
+        _flags_block_split(spec)
+        or _split_reason(split_host_functions("\n".join(spec.cuda_sources)))
+        for _, spec in items
+    )
+    for why, n in moved.most_common():
+        print(f"  host functions {'movable' if not why else 'not moved: ' + why}: {n}")
     per_tier: dict[str, list[float]] = defaultdict(list)
     errors: Counter = Counter()
     for r in records:

@@ -53,7 +53,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
-from maxcode.evaluate.cuda.host_split import split_host_functions
+from maxcode.evaluate.cuda.host_split import SPLIT_VERSION, split_host_functions
 from maxcode.evaluate.sandbox import Confinement, confined_returncode, uid_slot
 from maxcode.evaluate.scrub import allowed_env
 
@@ -576,7 +576,7 @@ def build_key(
         "toolchain": asdict(toolchain),
         "light_headers": light_headers,
         "host_pch": host_pch,
-        **({"split_host": True} if split_host else {}),  # keys of builds made before it stay
+        **({"split_host": SPLIT_VERSION} if split_host else {}),  # earlier builds' keys stay
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 

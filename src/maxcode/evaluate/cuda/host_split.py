@@ -16,7 +16,8 @@ header. Split here:
   ``__constant__``/``__device__`` variables reached through an accessor returning the very
   object (so ``cudaMemcpyToSymbol`` and ``sizeof`` see what they saw before), kernels named
   outside a launch (``cudaFuncSetAttribute``) declared as the host functions nvcc defines for
-  them.
+  them and passed by address (the runtime's C API; its function-pointer overloads are
+  nvcc-only and pass the same address on).
 
 The kernels are the same text compiled with the same flags; a launch through a stub is the
 launch the host function made (same configuration, arguments converted to the kernel's
@@ -62,6 +63,8 @@ _DISPATCH_TYPES: dict[str, tuple[str, ...]] = {
 }
 _DISPATCH_AND = re.compile(r"^(AT_DISPATCH_(?:FLOATING|ALL)_TYPES)_AND(\d?)$")
 _SCALAR_TYPE_ARG = re.compile(r"(?:at|c10|torch)::(?:ScalarType::|k)(Half|BFloat16)\b")
+# Part of the build key: a build made by another version of the splitter is not reused.
+SPLIT_VERSION = 1
 STUB_PREFIX = "maxcode_launch_"
 SYMBOL_PREFIX = "maxcode_symbol_"
 
@@ -156,7 +159,14 @@ class _Splitter:
         items = [c for c in root.children if c.type != "comment"]
         kernel_items: list[str] = []
         host_items: list[tuple[str, Node | None]] = []  # (text, host function node or None)
+        where = "kernel"
         for item in items:
+            if item.type == ";":  # ends the previous item (``struct S {...};``)
+                if where in ("kernel", "both") and kernel_items:
+                    kernel_items[-1] += ";"
+                if where in ("host", "both") and host_items:
+                    host_items[-1] = (host_items[-1][0] + ";", host_items[-1][1])
+                continue
             where = self._classify(item)
             text = _text(item).rstrip()
             if where in ("kernel", "both"):
@@ -237,8 +247,6 @@ class _Splitter:
             return self._classify_function(item, template=None)
         if kind == "declaration":
             return self._classify_declaration(item)
-        if kind == "expression_statement" and _text(item).strip() == ";":
-            return "kernel"
         if kind == "class_specifier":
             raise _NoSplit("a class at top level")
         if kind in ("namespace_definition", "linkage_specification"):
@@ -361,6 +369,11 @@ class _Splitter:
                 if kernel.template is not None or kernel.static:
                     raise _NoSplit(f"host code names the kernel {name} outside a launch")
                 needed[f"kernel {name}"] = f"void {name}({kernel.params});"
+                # the runtime's overloads for function pointers are nvcc-only; its C API
+                # takes the entry's address, which is all those overloads pass on
+                edits.append(
+                    (node.start_byte, node.end_byte, f"reinterpret_cast<const void*>(&{name})")
+                )
             elif name in self.host_device_functions:
                 raise _NoSplit(f"host code calls the __host__ __device__ function {name}")
         raw = item.text or b""
