@@ -36,6 +36,7 @@ from maxcode.evaluate.cuda.build import (
     HOST_ONLY_TIER,
     NVCC_TIME_DIR_VAR,
     BuildCache,
+    BuildOutcome,
     ExtensionSpec,
     _flags_block_split,
     _needs_more_headers,
@@ -168,6 +169,25 @@ def defined_symbols(obj: Path) -> set[str]:
     return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
 
 
+def try_split(cache: BuildCache, spec: ExtensionSpec, root: Path, timeout_s: float) -> dict:
+    """The build's first attempt alone (``BuildCache._compile_split``, no fallback): the
+    kernels compiled without torch, the host functions in the binding with the PCH, linked.
+    Whether it built, else why not (the splitter's reason or the first compiler error)."""
+    flags = torch_flags(spec, cache.cuda_arch)
+    work = Path(tempfile.mkdtemp(dir=root))
+    outcome = BuildOutcome(key="split-check", name=spec.name, ok=False)
+    t0 = time.monotonic()
+    with cache._confined(work):
+        cache._compile_split(spec, flags, work, outcome, time.monotonic() + timeout_s)
+    why = outcome.host_split or outcome.first_error
+    return {
+        "moved": outcome.ok,
+        "why": why,
+        "seconds": round(time.monotonic() - t0, 1),
+        "steps": outcome.steps,
+    }
+
+
 def compile_both(cache: BuildCache, spec: ExtensionSpec, tier: str, root: Path) -> dict | None:
     """The .cu of ``tier`` compiled to an object as it is and with its host code hidden from
     the device pass, one after the other: seconds per nvcc phase of each, and whether the two
@@ -236,8 +256,17 @@ def main() -> None:
         metavar="N",
         help="also compile the first N candidates whose tier can be split, split and unsplit",
     )
+    ap.add_argument(
+        "--split-check",
+        action="store_true",
+        help="instead: build each call's host split alone (no fallback) and print which calls "
+        "take that path and why the others do not",
+    )
     args = ap.parse_args()
     items = candidates(args.kb, args.skip + args.limit)[args.skip :]
+    if args.split_check:
+        split_check(items, args)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-tiers-") as tmp:
         cache = BuildCache(Path(tmp) / "cache", args.arch, jail=confinement(Path(tmp)))
 
@@ -301,6 +330,40 @@ def main() -> None:
             f"  same kernel PTX: {sum(r['same_ptx'] for r in pairs)}/{len(pairs)}, "
             f"same symbols but header tags: {sum(r['same_symbols'] for r in pairs)}/{len(pairs)}"
         )
+
+
+def split_check(items: list[tuple[str, ExtensionSpec]], args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
+        cache = BuildCache(Path(tmp) / "cache", args.arch, jail=confinement(Path(tmp)))
+
+        def one(item: tuple[str, ExtensionSpec]) -> dict:
+            label, spec = item
+            rec = {
+                "candidate": label,
+                "extension": spec.name,
+                **try_split(cache, spec, Path(tmp), args.timeout),
+            }
+            print(
+                f"{label}: {'moved' if rec['moved'] else rec['why'][:160]} ({rec['seconds']} s)",
+                flush=True,
+            )
+            return rec
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            records = list(pool.map(one, items))
+    if args.out:
+        args.out.write_text(json.dumps(records, indent=1))
+    moved = [r for r in records if r["moved"]]
+    print(
+        f"\n{len(moved)}/{len(records)} load_inline calls built with their host functions in the binding"
+    )
+    if moved:
+        for step in ("pch", "cuda", "host", "link"):
+            secs = [r["steps"][step] for r in moved if step in r["steps"]]
+            if secs:
+                print(f"  {step}: median {statistics.median(secs):.1f} s")
+    for why, n in Counter(r["why"][:140] for r in records if not r["moved"]).most_common(15):
+        print(f"  {n}x not moved: {why}")
 
 
 if __name__ == "__main__":
