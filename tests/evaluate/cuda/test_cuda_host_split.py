@@ -204,10 +204,15 @@ def link_stubs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory, link_stubs):
+def cache_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("host-split-builds")
+
+
+@pytest.fixture(scope="module")
+def builds(cache_root, link_stubs):
     """Each fixture built twice into one cache (one PCH): split (the default) and unsplit."""
     stubs, _ = link_stubs
-    root = tmp_path_factory.mktemp("host-split-builds")
+    root = cache_root
     old = os.environ.get("LIBRARY_PATH")
     os.environ["LIBRARY_PATH"] = f"{stubs}:{old}" if old else str(stubs)
     has_c10_cuda = (_torch_include() / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h").is_file()
@@ -320,3 +325,33 @@ def test_split_and_unsplit_builds_compute_the_same_on_the_gpu(name, builds):
     b = _load_and_call(unsplit, functions, "cuda", [])
     assert all(status == "ok" for status, _ in a["calls"].values()), a
     assert a == b
+
+
+@needs_nvcc
+def test_a_stub_the_kernel_object_lacks_falls_back_before_the_link(cache_root, monkeypatch):
+    """A shared library links with undefined symbols; its import would fail. A stub the
+    kernels' object does not define (an instantiation left out) sends the build back to the
+    header tiers instead."""
+    from maxcode.evaluate.cuda import build as build_module
+
+    def without_half(source: str) -> HostSplit | str:
+        split = split_host_functions(source)
+        assert isinstance(split, HostSplit)
+        kernels = split.kernels.replace(
+            f"template struct {STUB_PREFIX}row_sum_kernel<c10::Half, 256>;", ""
+        )
+        return HostSplit(kernels, split.host, split.moved_functions, split.stubs, split.linked)
+
+    monkeypatch.setattr(build_module, "split_host_functions", without_half)
+    cache = BuildCache(cache_root / "cache-missing", "9.0", host_pch=False, split_host=True)
+    spec = ExtensionSpec.from_load_inline(
+        "ext_missing",
+        FIXTURES["dispatch_rowsum"][1],
+        cuda_sources=DISPATCH_ROWSUM,
+        functions=["row_mean"],
+    )
+    out = cache.build(spec)
+    assert out.host_split.startswith(
+        "the split leaves undefined: _ZN29maxcode_launch_row_sum_kernelIN3c104HalfELi256EE3run"
+    )
+    assert out.cuda_headers != HOST_SPLIT_TIER and "split host" in out.steps

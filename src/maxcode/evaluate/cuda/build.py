@@ -766,6 +766,11 @@ class BuildCache:
         started = {"host": _start_jobs({"host": host_cmd}, work)["host"], **started}
         results = _finish_jobs(started, deadline)
         if all(rc == 0 for rc, _, _ in results.values()):
+            missing = _unresolved(split.linked, work, deadline)
+            if missing:  # a stub not instantiated: the import would fail, not the link
+                outcome.steps.update({f"split {k}": secs for k, (_, _, secs) in results.items()})
+                outcome.host_split = f"the split leaves undefined: {', '.join(missing)[:300]}"
+                return False
             objects = ["main.o", "cuda.cuda.o"]
             link = [*flags.cxx, *objects, *flags.ldflags, "-o", f"{spec.name}.so"]
             results["link"] = _run_parallel({"link": link}, work, deadline)["link"]
@@ -780,9 +785,16 @@ class BuildCache:
             outcome.cuda_headers, outcome.ok = HOST_SPLIT_TIER, True
             self._remember_tier(spec, HOST_SPLIT_TIER)
             return True
+        first = trim_log(results[failed][1], work)[1]
+        if failed == "link" and _MISSING_LIBRARY.search(results[failed][1]):
+            # torch's own libraries are missing (a CPU-only torch): the usual build has the
+            # same link command and would fail the same way
+            outcome.steps.update({step: secs for step, (_, _, secs) in results.items()})
+            outcome.cuda_headers, outcome.failed_step = HOST_SPLIT_TIER, "link"
+            outcome.log, outcome.first_error = trim_log(results[failed][1], work)
+            return True
         # Fall back to the usual build; the attempt's time stays visible in the steps.
         outcome.steps.update({f"split {step}": secs for step, (_, _, secs) in results.items()})
-        first = trim_log(results[failed][1], work)[1]
         outcome.host_split = f"the split failed ({failed}): {first}"
         return False
 
@@ -1003,6 +1015,26 @@ def _torch_include() -> Path:
     from torch.utils.cpp_extension import include_paths
 
     return Path(include_paths()[0])
+
+
+_MISSING_LIBRARY = re.compile(r"cannot find -l(c10_cuda|torch_cuda|c10|torch\w*|cudart)\b")
+
+
+def _unresolved(names: tuple[str, ...], work: Path, deadline: float) -> list[str]:
+    """The symbols the split's host object takes from its kernel object by these names that
+    the kernel object does not define (``nm``, run confined like the compilers)."""
+    rc, log, _ = _run_parallel({"nm": ["nm", "-A", "main.o", "cuda.cuda.o"]}, work, deadline)["nm"]
+    if rc != 0:
+        return [f"(nm failed: {trim_log(log, work)[1]})"]
+    undefined, defined = set(), set()
+    for line in log.splitlines():  # "main.o:    U _Z...", "cuda.cuda.o:0000000000000010 T _Z..."
+        m = re.match(r"(main|cuda\.cuda)\.o:(?:[0-9a-f]+)?\s+(\w)\s+(\S+)$", line)
+        if m and m.group(1) == "main" and m.group(2) == "U":
+            undefined.add(m.group(3))
+        elif m and m.group(1) == "cuda.cuda" and m.group(2) not in ("U", "w", "v"):
+            defined.add(m.group(3))
+    tags = [f"{len(name)}{name}" for name in names]  # how the names appear mangled
+    return sorted(s for s in undefined if any(t in s for t in tags) and s not in defined)
 
 
 _OPT_LEVEL = re.compile(r"-O[0-3s]?")

@@ -78,6 +78,8 @@ class HostSplit:
     host: str
     moved_functions: tuple[str, ...]
     stubs: tuple[str, ...]
+    # What the host part takes from the kernel object: stubs, accessors, kernels' host stubs.
+    linked: tuple[str, ...] = ()
 
 
 class _NoSplit(Exception):
@@ -149,6 +151,7 @@ class _Splitter:
         self.kernels: dict[str, _Kernel] = {}
         self.device_vars: dict[str, Node] = {}  # name -> declaration
         self.host_device_functions: set[str] = set()
+        self.linked: set[str] = set()
 
     def split(self) -> HostSplit:
         root = self.tree.root_node
@@ -201,7 +204,7 @@ class _Splitter:
         host = "\n".join(host_out) + "\n"
         if "<<<" in host:
             raise _NoSplit("a kernel launch the parser does not see (inside a macro?)")
-        return HostSplit(kernels, host, tuple(moved), tuple(stub_names))
+        return HostSplit(kernels, host, tuple(moved), tuple(stub_names), tuple(sorted(self.linked)))
 
     # -- top-level items -------------------------------------------------------------------
 
@@ -363,12 +366,14 @@ class _Splitter:
                 if "static" in _qualifiers(decl):
                     raise _NoSplit(f"host code uses the static device variable {name}")
                 needed[f"symbol {name}"] = self._accessor_declaration(decl, name) + ";"
+                self.linked.add(SYMBOL_PREFIX + name)
                 edits.append((node.start_byte, node.end_byte, f"{SYMBOL_PREFIX}{name}()"))
             elif name in self.kernels:
                 kernel = self.kernels[name]
                 if kernel.template is not None or kernel.static:
                     raise _NoSplit(f"host code names the kernel {name} outside a launch")
                 needed[f"kernel {name}"] = f"void {name}({kernel.params});"
+                self.linked.add(name)
                 # the runtime's overloads for function pointers are nvcc-only; its C API
                 # takes the entry's address, which is all those overloads pass on
                 edits.append(
@@ -409,6 +414,7 @@ class _Splitter:
         if (kernel.template is None) != (template_args is None):
             raise _NoSplit(f"template arguments of the launch of {kernel.name} not written out")
         stub = STUB_PREFIX + kernel.name
+        self.linked.add(stub)
         if kernel.template is None:
             needed[f"stub {kernel.name}"] = f"void {stub}({self._stub_params(kernel)});"
             callee_text = stub
