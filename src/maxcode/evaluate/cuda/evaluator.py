@@ -260,6 +260,7 @@ class CudaEvaluator:
         job.figures["compile_wall_seconds"] = reply.get("wall_seconds", 0.0)
         job.figures["builds"] = [
             {k: b[k] for k in ("name", "key", "ok", "seconds", "steps", "cuda_headers", "cached")}
+            | {"host_split": b.get("host_split", "")}  # why its host functions were not moved
             for b in builds
         ]
         failed = next((b for b in builds if not b["ok"]), None)
