@@ -12,6 +12,12 @@ hundreds of them on a small machine). Printed: the share per tier, the median fr
 seconds of each tier, and the most common first errors of the tiers that failed.
 
     python benchmarks/bench_cuda_header_tiers.py --limit 40 --jobs 2 --arch 9.0 --out tiers.json
+
+The summary also counts the calls whose host functions the build first moves into the host
+binding (``maxcode.evaluate.cuda.host_split``, read statically) and why the others are not.
+``--split-check`` instead builds that split alone for each call (kernels without torch, host
+functions in the binding with the PCH, linked; no fallback) and prints which calls take that
+path and the first error of the others.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from pathlib import Path
 
 from maxcode.evaluate.cuda.build import (
     HOST_ONLY_TIER,
+    HOST_SPLIT_TIER,
     NVCC_TIME_DIR_VAR,
     BuildCache,
     BuildOutcome,
@@ -180,8 +187,12 @@ def try_split(cache: BuildCache, spec: ExtensionSpec, root: Path, timeout_s: flo
     with cache._confined(work):
         cache._compile_split(spec, flags, work, outcome, time.monotonic() + timeout_s)
     why = outcome.host_split or outcome.first_error
+    # compiled, and the link failed only for torch's CUDA libraries (a CPU-only torch): the
+    # build settles there without a fallback, as the unsplit one would fail the same way
+    compiled = outcome.cuda_headers == HOST_SPLIT_TIER and outcome.failed_step in ("", "link")
     return {
-        "moved": outcome.ok,
+        "moved": compiled,
+        "linked": outcome.ok,
         "why": why,
         "seconds": round(time.monotonic() - t0, 1),
         "steps": outcome.steps,
@@ -355,7 +366,9 @@ def split_check(items: list[tuple[str, ExtensionSpec]], args: argparse.Namespace
         args.out.write_text(json.dumps(records, indent=1))
     moved = [r for r in records if r["moved"]]
     print(
-        f"\n{len(moved)}/{len(records)} load_inline calls built with their host functions in the binding"
+        f"\n{len(moved)}/{len(records)} load_inline calls compiled with their host functions in "
+        f"the binding ({sum(r['linked'] for r in moved)} linked; the others need torch's CUDA "
+        "libraries)"
     )
     if moved:
         for step in ("pch", "cuda", "host", "link"):

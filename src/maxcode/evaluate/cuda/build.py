@@ -16,6 +16,9 @@ concurrent candidates with the same extension name overwrite each other. Here:
   ``torch::``/``at::`` functions it calls (about half the nvcc time of ``torch/types.h``,
   which declares every op), ``torch/types.h``, the text as written; host and device compiles
   run in parallel; the tier a .cu reached is remembered per .cu text;
+* before the tiers, the .cu's host functions are moved into the host binding (launches
+  through generated stubs, :mod:`maxcode.evaluate.cuda.host_split`): nvcc then compiles the
+  kernels without torch, g++ the host functions with the PCH; any failure falls back;
 * each torch tier is first tried with the host code (torch includes, host functions) under
   ``#ifndef __CUDA_ARCH__``: nvcc's device pass (cicc) then never parses torch, while the
   host pass compiles the text unchanged (see :func:`hide_host_code_from_device_pass`);
