@@ -355,3 +355,10 @@ def test_a_stub_the_kernel_object_lacks_falls_back_before_the_link(cache_root, m
         "the split leaves undefined: _ZN29maxcode_launch_row_sum_kernelIN3c104HalfELi256EE3run"
     )
     assert out.cuda_headers != HOST_SPLIT_TIER and "split host" in out.steps
+    # the same kernels behind another binding: straight to the header tiers
+    other = ExtensionSpec.from_load_inline(
+        "ext_missing", FIXTURES["dispatch_rowsum"][1] + "\n// v2", cuda_sources=DISPATCH_ROWSUM
+    )
+    again = BuildOutcome(key="k", name="ext_missing", ok=False)
+    assert not cache._compile_split(other, cache.key_of(other)[1], cache_root, again, 0.0)
+    assert again.host_split == "an earlier split of this .cu failed"

@@ -747,9 +747,8 @@ class BuildCache:
         False to build the usual way, the reason in ``outcome.host_split``."""
         if not (self.split_host and spec.with_cuda and not spec.no_implicit_headers):
             return False
-        known = self._known_tier(spec)
-        if known is not None and known != HOST_SPLIT_TIER:
-            outcome.host_split = f"an earlier build of this .cu reached {known!r}"
+        if any(self._split_failed_file(spec, root).exists() for root in (self.root, self.out)):
+            outcome.host_split = "an earlier split of this .cu failed"
             return False
         split = _flags_block_split(spec) or split_host_functions("\n".join(spec.cuda_sources))
         if isinstance(split, str):
@@ -773,6 +772,7 @@ class BuildCache:
             if missing:  # a stub not instantiated: the import would fail, not the link
                 outcome.steps.update({f"split {k}": secs for k, (_, _, secs) in results.items()})
                 outcome.host_split = f"the split leaves undefined: {', '.join(missing)[:300]}"
+                self._remember_split_failed(spec)
                 return False
             objects = ["main.o", "cuda.cuda.o"]
             link = [*flags.cxx, *objects, *flags.ldflags, "-o", f"{spec.name}.so"]
@@ -799,6 +799,7 @@ class BuildCache:
         # Fall back to the usual build; the attempt's time stays visible in the steps.
         outcome.steps.update({f"split {step}": secs for step, (_, _, secs) in results.items()})
         outcome.host_split = f"the split failed ({failed}): {first}"
+        self._remember_split_failed(spec)
         return False
 
     def _host_command(
@@ -870,6 +871,16 @@ class BuildCache:
         ]
         digest = hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
         return root / "tiers" / digest
+
+    def _split_failed_file(self, spec: ExtensionSpec, root: Path) -> Path:
+        """Marks a .cu (as keyed by :meth:`_tier_file`) whose host split failed: a rebuild
+        with another binding or name goes to the header tiers directly."""
+        tier_file = self._tier_file(spec, root)
+        return tier_file.with_name(f"{tier_file.name}.split-failed")
+
+    def _remember_split_failed(self, spec: ExtensionSpec) -> None:
+        with suppress(OSError):
+            self._split_failed_file(spec, self.out).touch()
 
     def _known_tier(self, spec: ExtensionSpec) -> str | None:
         for root in (self.root, self.out):
