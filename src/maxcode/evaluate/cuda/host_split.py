@@ -28,12 +28,13 @@ parameter types at the same call). Anything this module does not understand is n
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser
 
-_PARSER = Parser(Language(tree_sitter_cuda.language()))
+_CUDA = Language(tree_sitter_cuda.language())  # a Parser per use: builds run in threads
 
 # Names that need torch's headers (as build._TORCH_NAME) and the headers that bring them.
 _TORCH_NAME = re.compile(
@@ -109,7 +110,7 @@ def _text(node: Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text is not None else ""
 
 
-def _walk(node: Node):
+def _walk(node: Node) -> Iterator[Node]:
     yield node
     for child in node.children:
         yield from _walk(child)
@@ -147,7 +148,7 @@ class _Splitter:
     def __init__(self, source: str):
         self.source = source
         self.raw = source.encode()
-        self.tree = _PARSER.parse(self.raw)
+        self.tree = Parser(_CUDA).parse(self.raw)
         self.kernels: dict[str, _Kernel] = {}
         self.device_vars: dict[str, Node] = {}  # name -> declaration
         self.host_device_functions: set[str] = set()
@@ -534,7 +535,7 @@ class _Splitter:
 
 def _template_parameter_names(template: str) -> list[str]:
     """The names declared by ``template <typename T, int N>``, in order."""
-    tree = _PARSER.parse(f"{template} void f();".encode())
+    tree = Parser(_CUDA).parse(f"{template} void f();".encode())
     params = next(n for n in _walk(tree.root_node) if n.type == "template_parameter_list")
     names = []
     for p in params.named_children:
