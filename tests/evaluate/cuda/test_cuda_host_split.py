@@ -42,6 +42,7 @@ def test_launches_become_stub_calls_and_the_kernels_name_no_torch():
     assert split.moved_functions == ("poly_forward",)
     assert split.stubs == (f"{STUB_PREFIX}poly_kernel",)
     assert not _TORCH.search(split.kernels) and "<<<" not in split.host
+    assert "#include <cfloat>" in split.kernels  # FLT_MAX came with torch's headers before
     # the launch: configuration (shared memory and stream defaulted) then the arguments
     assert (
         f"{STUB_PREFIX}poly_kernel(blocks, THREADS, 0, 0, x.data_ptr<float>(), "

@@ -65,7 +65,10 @@ _DISPATCH_TYPES: dict[str, tuple[str, ...]] = {
 _DISPATCH_AND = re.compile(r"^(AT_DISPATCH_(?:FLOATING|ALL)_TYPES)_AND(\d?)$")
 _SCALAR_TYPE_ARG = re.compile(r"(?:at|c10|torch)::(?:ScalarType::|k)(Half|BFloat16)\b")
 # Part of the build key: a build made by another version of the splitter is not reused.
-SPLIT_VERSION = 1
+SPLIT_VERSION = 2
+# Macros and integer types the kernels used to get through torch's headers (FLT_MAX, INT_MAX,
+# int64_t); these headers declare nothing else.
+_KERNEL_HEADERS = ("#include <cfloat>", "#include <climits>", "#include <cstdint>")
 STUB_PREFIX = "maxcode_launch_"
 SYMBOL_PREFIX = "maxcode_symbol_"
 
@@ -201,7 +204,7 @@ class _Splitter:
             for name, header in _SCALAR_TYPES.items()
             if re.search(rf"\b(at|c10)::{name}\b", kernels)
         ]
-        kernels = "\n".join([*scalar_headers, kernels])
+        kernels = "\n".join([*_KERNEL_HEADERS, *scalar_headers, kernels])
         host = "\n".join(host_out) + "\n"
         if "<<<" in host:
             raise _NoSplit("a kernel launch the parser does not see (inside a macro?)")
