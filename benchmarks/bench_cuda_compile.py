@@ -10,17 +10,22 @@ for, exactly as in an evaluation. Variants (the baseline is measured in the same
 * ``load_inline``: what torch's ``load_inline`` compiles on the GPU machine: no precompiled
   header, the sources as written, ``-gencode`` for the GPU's arch plus its PTX (torch's
   default arch list with a GPU visible is the device's arch with ``+PTX``);
-* ``ours``: the build cache's defaults (precompiled ``torch/extension.h`` for the host
-  binding, the lightest header tier that compiles for the ``.cu``, its host code hidden from
-  nvcc's device pass where that is safe, one ``-gencode``). The split alone, unsplit against
-  split on the same candidates, is measured by ``bench_cuda_header_tiers.py --compile``.
+* ``tiers``: the build cache before the host split (``split_host_functions=False``):
+  precompiled ``torch/extension.h`` for the host binding, the lightest header tier that
+  compiles for the ``.cu``, its host code hidden from nvcc's device pass where that is safe
+  (measured alone by ``bench_cuda_header_tiers.py --compile``), one ``-gencode``;
+* ``ours``: the defaults: as ``tiers``, but first the ``.cu``'s host functions are moved into
+  the host binding (``maxcode.evaluate.cuda.host_split``) and its kernels built without torch.
+
+The first variant named is the baseline of the before/after lines (default ``tiers,ours``).
 
 Printed per variant: median and max compile wall per candidate (compile job start to last
 build, PCH included for those that waited for it), the median seconds of each build step
-(pch, host, cuda, link) and of each nvcc phase (``nvcc --time``: cudafe++ front end, cicc
-device pass, ptxas, fatbinary, host compiler), and the header tiers used.
+(pch, host, cuda, link; ``split *``: a split attempt that failed and fell back) and of each
+nvcc phase (``nvcc --time``: cudafe++ front end, cicc device pass, ptxas, fatbinary, host
+compiler), the header tiers used and why host functions were not moved.
 
-    python benchmarks/bench_cuda_compile.py --limit 32 --jobs 16 --out compile.json
+    python benchmarks/bench_cuda_compile.py --limit 64 --jobs 16 --out compile.json
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ from maxcode.tasks.model import Task
 
 _CANDIDATE = re.compile(r"level_(\d+)_problem_(\d+)_sample_0_kernel\.py$")
 VARIANTS = {
-    "load_inline": {"host_pch": False, "light_cuda_headers": False, "ptx": True},
-    "ours": {"host_pch": True, "light_cuda_headers": True, "ptx": False},
+    "load_inline": {"host_pch": False, "light_cuda_headers": False, "split": False, "ptx": True},
+    "tiers": {"host_pch": True, "light_cuda_headers": True, "split": False, "ptx": False},
+    "ours": {"host_pch": True, "light_cuda_headers": True, "split": True, "ptx": False},
 }
 
 
@@ -105,7 +111,10 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
     time_dir.mkdir(parents=True)
     os.environ[NVCC_TIME_DIR_VAR] = str(time_dir)
     cfg = CudaEvalConfig(
-        cuda_arch=arch, host_pch=opts["host_pch"], light_cuda_headers=opts["light_cuda_headers"]
+        cuda_arch=arch,
+        host_pch=opts["host_pch"],
+        light_cuda_headers=opts["light_cuda_headers"],
+        split_host_functions=opts["split"],
     )
     evaluator = CudaEvaluator(cfg, root / f"cache-{name}", gpus=[])
     # TORCH_CUDA_ARCH_LIST as torch's default would be (the config only takes a plain arch)
@@ -156,8 +165,18 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
             k: round(statistics.median(v), 2) for k, v in sorted(phase_lists.items())
         },
         "tiers": dict(Counter(b["cuda_headers"] for r in records for b in r["builds"])),
+        "not_split": dict(
+            Counter(
+                _reason(b["host_split"]) for r in records for b in r["builds"] if b["host_split"]
+            )
+        ),
         "records": records,
     }
+
+
+def _reason(why: str) -> str:
+    """A fallback reason without the candidate's own names, so that reasons group."""
+    return re.sub(r"(failed \(\w+\)):.*", r"\1", why)[:120]
 
 
 def main() -> None:
@@ -166,7 +185,11 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=32, help="candidates (runs interleaved)")
     ap.add_argument("--jobs", type=int, default=16, help="candidates compiling at once")
     ap.add_argument("--arch", default="", help="GPU arch, e.g. 9.0 (default: the GPU's)")
-    ap.add_argument("--variants", default="load_inline,ours", help=f"of {sorted(VARIANTS)}")
+    ap.add_argument(
+        "--variants",
+        default="tiers,ours",
+        help=f"of {sorted(VARIANTS)}; the first is the baseline of the before/after line",
+    )
     ap.add_argument("--out", type=Path, help="write all records as JSON here")
     args = ap.parse_args()
     arch = args.arch or detect_cuda_arch()
@@ -193,10 +216,12 @@ def main() -> None:
             print(f"  steps (median s): {res['median_step_s']}")
             print(f"  nvcc phases (median s per build): {res['median_nvcc_phase_s']}")
             print(f"  .cu header tiers: {res['tiers']}")
+            if res["not_split"]:
+                print(f"  host functions not moved: {res['not_split']}")
             for r in [r for r in res["records"] if not r["ok"]][:3]:
                 print(f"  failed: {r['candidate']}: {r['reason'][:300]}")
-    if len(results) == 2 and results[1]["median_wall_s"]:
-        a, b = results
+    for b in results[1:]:
+        a = results[0]
         print(
             f"median per candidate: {a['variant']} {a['median_wall_s']} s -> "
             f"{b['variant']} {b['median_wall_s']} s ({a['median_wall_s'] / b['median_wall_s']:.2f}x)"

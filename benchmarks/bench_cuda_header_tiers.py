@@ -12,6 +12,12 @@ hundreds of them on a small machine). Printed: the share per tier, the median fr
 seconds of each tier, and the most common first errors of the tiers that failed.
 
     python benchmarks/bench_cuda_header_tiers.py --limit 40 --jobs 2 --arch 9.0 --out tiers.json
+
+The summary also counts the calls whose host functions the build first moves into the host
+binding (``maxcode.evaluate.cuda.host_split``, read statically) and why the others are not.
+``--split-check`` instead builds that split alone for each call (kernels without torch, host
+functions in the binding with the PCH, linked; no fallback) and prints which calls take that
+path and the first error of the others.
 """
 
 from __future__ import annotations
@@ -34,9 +40,12 @@ from pathlib import Path
 
 from maxcode.evaluate.cuda.build import (
     HOST_ONLY_TIER,
+    HOST_SPLIT_TIER,
     NVCC_TIME_DIR_VAR,
     BuildCache,
+    BuildOutcome,
     ExtensionSpec,
+    _flags_block_split,
     _needs_more_headers,
     _run_parallel,
     hide_host_code_from_device_pass,
@@ -44,6 +53,7 @@ from maxcode.evaluate.cuda.build import (
     torch_flags,
     trim_log,
 )
+from maxcode.evaluate.cuda.host_split import HostSplit, split_host_functions
 from maxcode.evaluate.sandbox import confinement
 
 HEADER_TAG = re.compile(r"4cuda3std|6thrust|3cub")  # mangled cuda::std, thrust, cub
@@ -93,6 +103,10 @@ def specs_in(source: str) -> list[ExtensionSpec]:
             kwargs = {k.arg: _value(k.value, names) for k in node.keywords if k.arg in _SPEC_ARGS}
             specs.append(ExtensionSpec.from_load_inline(**kwargs))  # type: ignore[arg-type]
     return specs
+
+
+def _split_reason(split: HostSplit | str) -> str:
+    return "" if isinstance(split, HostSplit) else split
 
 
 def candidates(kb: Path, limit: int) -> list[tuple[str, ExtensionSpec]]:
@@ -160,6 +174,29 @@ def defined_symbols(obj: Path) -> set[str]:
     """Names of the symbols an object file defines."""
     out = subprocess.run(["nm", "--defined-only", str(obj)], capture_output=True, text=True)
     return {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
+
+
+def try_split(cache: BuildCache, spec: ExtensionSpec, root: Path, timeout_s: float) -> dict:
+    """The build's first attempt alone (``BuildCache._compile_split``, no fallback): the
+    kernels compiled without torch, the host functions in the binding with the PCH, linked.
+    Whether it built, else why not (the splitter's reason or the first compiler error)."""
+    flags = torch_flags(spec, cache.cuda_arch)
+    work = Path(tempfile.mkdtemp(dir=root))
+    outcome = BuildOutcome(key="split-check", name=spec.name, ok=False)
+    t0 = time.monotonic()
+    with cache._confined(work):
+        cache._compile_split(spec, flags, work, outcome, time.monotonic() + timeout_s)
+    why = outcome.host_split or outcome.first_error
+    # compiled, and the link failed only for torch's CUDA libraries (a CPU-only torch): the
+    # build settles there without a fallback, as the unsplit one would fail the same way
+    compiled = outcome.cuda_headers == HOST_SPLIT_TIER and outcome.failed_step in ("", "link")
+    return {
+        "moved": compiled,
+        "linked": outcome.ok,
+        "why": why,
+        "seconds": round(time.monotonic() - t0, 1),
+        "steps": outcome.steps,
+    }
 
 
 def compile_both(cache: BuildCache, spec: ExtensionSpec, tier: str, root: Path) -> dict | None:
@@ -230,8 +267,17 @@ def main() -> None:
         metavar="N",
         help="also compile the first N candidates whose tier can be split, split and unsplit",
     )
+    ap.add_argument(
+        "--split-check",
+        action="store_true",
+        help="instead: build each call's host split alone (no fallback) and print which calls "
+        "take that path and why the others do not",
+    )
     args = ap.parse_args()
     items = candidates(args.kb, args.skip + args.limit)[args.skip :]
+    if args.split_check:
+        split_check(items, args)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-tiers-") as tmp:
         cache = BuildCache(Path(tmp) / "cache", args.arch, jail=confinement(Path(tmp)))
 
@@ -262,6 +308,14 @@ def main() -> None:
     )
     for tier, n in shares.most_common():
         print(f"  reached {tier}: {n} ({100 * n / len(records):.0f}%)")
+    # Static: whose host functions the build first tries in the host binding (host_split).
+    moved = Counter(
+        _flags_block_split(spec)
+        or _split_reason(split_host_functions("\n".join(spec.cuda_sources)))
+        for _, spec in items
+    )
+    for why, n in moved.most_common():
+        print(f"  host functions {'movable' if not why else 'not moved: ' + why}: {n}")
     per_tier: dict[str, list[float]] = defaultdict(list)
     errors: Counter = Counter()
     for r in records:
@@ -287,6 +341,42 @@ def main() -> None:
             f"  same kernel PTX: {sum(r['same_ptx'] for r in pairs)}/{len(pairs)}, "
             f"same symbols but header tags: {sum(r['same_symbols'] for r in pairs)}/{len(pairs)}"
         )
+
+
+def split_check(items: list[tuple[str, ExtensionSpec]], args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-split-") as tmp:
+        cache = BuildCache(Path(tmp) / "cache", args.arch, jail=confinement(Path(tmp)))
+
+        def one(item: tuple[str, ExtensionSpec]) -> dict:
+            label, spec = item
+            rec = {
+                "candidate": label,
+                "extension": spec.name,
+                **try_split(cache, spec, Path(tmp), args.timeout),
+            }
+            print(
+                f"{label}: {'moved' if rec['moved'] else rec['why'][:160]} ({rec['seconds']} s)",
+                flush=True,
+            )
+            return rec
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            records = list(pool.map(one, items))
+    if args.out:
+        args.out.write_text(json.dumps(records, indent=1))
+    moved = [r for r in records if r["moved"]]
+    print(
+        f"\n{len(moved)}/{len(records)} load_inline calls compiled with their host functions in "
+        f"the binding ({sum(r['linked'] for r in moved)} linked; the others need torch's CUDA "
+        "libraries)"
+    )
+    if moved:
+        for step in ("pch", "cuda", "host", "link"):
+            secs = [r["steps"][step] for r in moved if step in r["steps"]]
+            if secs:
+                print(f"  {step}: median {statistics.median(secs):.1f} s")
+    for why, n in Counter(r["why"][:140] for r in records if not r["moved"]).most_common(15):
+        print(f"  {n}x not moved: {why}")
 
 
 if __name__ == "__main__":

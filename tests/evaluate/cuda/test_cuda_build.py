@@ -42,7 +42,9 @@ def tiny(extra: str = "") -> ExtensionSpec:
 
 @pytest.fixture
 def cache(tmp_path):
-    return BuildCache(tmp_path / "cache", cuda_arch="9.0", host_pch=False, light_cuda_headers=True)
+    return BuildCache(
+        tmp_path / "cache", "9.0", host_pch=False, light_cuda_headers=True, split_host=False
+    )  # the header tiers; the host split: test_cuda_host_split.py
 
 
 def test_spec_normalizes_like_load_inline():
@@ -185,7 +187,7 @@ def split(tier: str) -> list[str]:
 def test_cuda_file_is_compiled_against_the_lightest_headers_first(
     tmp_path, cuda_source, light, expected
 ):
-    cache = BuildCache(tmp_path, cuda_arch="9.0", host_pch=False, light_cuda_headers=light)
+    cache = BuildCache(tmp_path, "9.0", host_pch=False, light_cuda_headers=light, split_host=False)
     spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=cuda_source)
     tiers = cache._cuda_tiers(spec)
     assert [tier for tier, _ in tiers] == expected
@@ -212,7 +214,7 @@ def _failed_pch() -> BuildOutcome:
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_the_cuda_compile_runs_while_the_build_waits_for_the_pch(tmp_path, monkeypatch):
     """A fresh cache's builds all wait for the PCH; their .cu compiles must not."""
-    cache = BuildCache(tmp_path, cuda_arch="9.0", host_pch=True, light_cuda_headers=True)
+    cache = BuildCache(tmp_path, "9.0", host_pch=True, light_cuda_headers=True, split_host=False)
     seen = {}
 
     def pch_that_waits_for_the_cuda_object(flags, deadline):
@@ -232,7 +234,7 @@ def test_the_cuda_compile_runs_while_the_build_waits_for_the_pch(tmp_path, monke
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_a_failed_pch_stops_the_cuda_compile_already_running(tmp_path, monkeypatch):
-    cache = BuildCache(tmp_path, cuda_arch="9.0", host_pch=True, light_cuda_headers=True)
+    cache = BuildCache(tmp_path, "9.0", host_pch=True, light_cuda_headers=True, split_host=False)
     procs = []
     real_start = build_module._start_jobs
 
@@ -446,7 +448,7 @@ def test_a_split_failure_skips_the_unsplit_twin_when_it_would_fail_alike():
 
 
 def test_the_tier_a_cuda_source_reached_is_remembered_per_source(tmp_path):
-    cache = BuildCache(tmp_path, cuda_arch="9.0", host_pch=False, light_cuda_headers=True)
+    cache = BuildCache(tmp_path, "9.0", host_pch=False, light_cuda_headers=True, split_host=False)
     spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_KERNEL)
     other_binding = ExtensionSpec.from_load_inline("m", "int unused();", cuda_sources=TORCH_KERNEL)
     assert cache._cuda_tiers(spec)[0][0] == f"ATen ops, {HOST_ONLY_TIER}"
@@ -472,7 +474,7 @@ def test_split_and_unsplit_texts_compile_to_the_same_kernels_and_symbols(tmp_pat
     header_tag = re.compile(r"4cuda3std|6thrust|3cub")
     spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=SPLIT_SOURCE)
     flags = torch_flags(spec, "9.0")
-    texts = dict(BuildCache(tmp_path / "cache", cuda_arch="9.0")._cuda_tiers(spec))
+    texts = dict(BuildCache(tmp_path / "cache", "9.0", split_host=False)._cuda_tiers(spec))
     ptx, symbols = {}, {}
     for tier in ("ATen ops", f"ATen ops, {HOST_ONLY_TIER}"):
         work = tmp_path / str(len(ptx))

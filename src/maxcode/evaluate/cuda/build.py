@@ -16,6 +16,9 @@ concurrent candidates with the same extension name overwrite each other. Here:
   ``torch::``/``at::`` functions it calls (about half the nvcc time of ``torch/types.h``,
   which declares every op), ``torch/types.h``, the text as written; host and device compiles
   run in parallel; the tier a .cu reached is remembered per .cu text;
+* before the tiers, the .cu's host functions are moved into the host binding (launches
+  through generated stubs, :mod:`maxcode.evaluate.cuda.host_split`): nvcc then compiles the
+  kernels without torch, g++ the host functions with the PCH; any failure falls back;
 * each torch tier is first tried with the host code (torch includes, host functions) under
   ``#ifndef __CUDA_ARCH__``: nvcc's device pass (cicc) then never parses torch, while the
   host pass compiles the text unchanged (see :func:`hide_host_code_from_device_pass`);
@@ -29,6 +32,7 @@ what ``load_inline`` produces.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import functools
 import hashlib
@@ -53,6 +57,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
+from maxcode.evaluate.cuda.host_split import SPLIT_VERSION, split_host_functions
 from maxcode.evaluate.sandbox import Confinement, confined_returncode, uid_slot
 from maxcode.evaluate.scrub import allowed_env
 
@@ -99,6 +104,8 @@ _ONLY_COMMENTS = re.compile(r"\s*(?://[^\n]*\s*|/\*.*?\*/\s*)*", re.S)
 HOST_ONLY_TIER = "host code hidden from the device pass"  # suffix of a tier's name
 HOST_ONLY_GUARD = "#ifndef __CUDA_ARCH__  // maxcode: host code, not parsed by the device pass"
 HOST_ONLY_END = "#endif  // maxcode: end of host code"
+# The tier of a .cu whose host functions were moved into the host binding (host_split).
+HOST_SPLIT_TIER = "cuda only, host functions in the binding"
 
 
 def _top_level_items(text: str) -> list[str] | None:
@@ -336,11 +343,15 @@ class ExtensionSpec:
     def with_cuda(self) -> bool:
         return bool(self.cuda_sources)
 
-    def main_cpp(self) -> str:
-        """The host file exactly as torch's load_inline writes it (TORCH_EXTENSION_NAME defined in-source)."""
+    def main_cpp(self, moved_host_code: str = "") -> str:
+        """The host file exactly as torch's load_inline writes it (TORCH_EXTENSION_NAME defined
+        in-source); ``moved_host_code`` (host functions moved out of the .cu, see
+        :mod:`maxcode.evaluate.cuda.host_split`) goes before the candidate's cpp_sources."""
         parts = [f"#define TORCH_EXTENSION_NAME {self.name}"]
         if not self.no_implicit_headers:
             parts.append("#include <torch/extension.h>")
+        if moved_host_code:
+            parts.append(moved_host_code)
         parts.extend(self.cpp_sources)
         if self.functions is not None:
             parts.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
@@ -352,15 +363,16 @@ class ExtensionSpec:
             parts.append("}")
         return "\n".join(parts)
 
-    def cuda_cu(self, implicit_torch: bool = True) -> str:
+    def cuda_cu(self, implicit_torch: bool = True, body: str | None = None) -> str:
         """The .cu file as load_inline writes it; ``implicit_torch=False`` leaves out the
-        implicit ``torch/types.h`` (for sources that never name torch)."""
+        implicit ``torch/types.h`` (for sources that never name torch); ``body`` replaces
+        the candidate's sources (the kernels of a host split)."""
         parts = [f"#define TORCH_EXTENSION_NAME {self.name}"]
         if not self.no_implicit_headers:
             if implicit_torch:
                 parts.append("#include <torch/types.h>")
             parts += ["#include <cuda.h>", "#include <cuda_runtime.h>"]
-        parts.extend(self.cuda_sources)
+        parts.extend(self.cuda_sources if body is None else [body])
         return "\n".join(parts)
 
     def lean_torch_cu(self, torch_include: Path) -> str | None:
@@ -414,8 +426,10 @@ class BuildOutcome:
     seconds: float = 0.0  # wall time of this build (0 when served from cache)
     steps: dict[str, float] = field(default_factory=dict)  # seconds per step
     # What the .cu was compiled against: "cuda only", "ATen ops", "torch/types.h", "as written"
-    # ("": no .cu).
+    # ("": no .cu), or HOST_SPLIT_TIER (its host functions compiled in the host binding).
     cuda_headers: str = ""
+    # Why the host functions were not moved out of the .cu ("" when they were, or no .cu).
+    host_split: str = ""
     cached: bool = False
 
     def to_dict(self) -> dict:
@@ -557,7 +571,12 @@ def _accepted(fn: Any, kwargs: dict) -> dict:
 
 
 def build_key(
-    spec: ExtensionSpec, flags: _Flags, toolchain: Toolchain, light_headers: bool, host_pch: bool
+    spec: ExtensionSpec,
+    flags: _Flags,
+    toolchain: Toolchain,
+    light_headers: bool,
+    host_pch: bool,
+    split_host: bool = False,
 ) -> str:
     payload = {
         "name": spec.name,
@@ -567,6 +586,7 @@ def build_key(
         "toolchain": asdict(toolchain),
         "light_headers": light_headers,
         "host_pch": host_pch,
+        **({"split_host": SPLIT_VERSION} if split_host else {}),  # earlier builds' keys stay
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -631,10 +651,13 @@ class BuildCache:
         host_pch: bool = True,
         light_cuda_headers: bool = True,
         jail: Confinement | None = None,
+        split_host: bool = True,
     ):
         """``jail``: run the compilers confined (only the build's own directory writable, no
-        network, a dedicated uid): the sources and flags are the candidate's."""
+        network, a dedicated uid): the sources and flags are the candidate's. ``split_host``:
+        first try the .cu's host functions in the host binding (with ``light_cuda_headers``)."""
         self.root = Path(root)
+        self.split_host = split_host and light_cuda_headers
         self.jail = jail
         self.cuda_arch = cuda_arch
         self.host_pch = host_pch
@@ -655,7 +678,9 @@ class BuildCache:
     def key_of(self, spec: ExtensionSpec) -> tuple[str, _Flags]:
         flags = torch_flags(spec, self.cuda_arch)
         toolchain = detect_toolchain(self.cuda_arch)
-        return build_key(spec, flags, toolchain, self.light_cuda_headers, self.host_pch), flags
+        split = self.split_host and spec.with_cuda and not spec.no_implicit_headers
+        key = build_key(spec, flags, toolchain, self.light_cuda_headers, self.host_pch, split)
+        return key, flags
 
     def lookup(self, key: str) -> BuildOutcome | None:
         meta = self.root / "ext" / key / "outcome.json"
@@ -711,39 +736,21 @@ class BuildCache:
     def _compile_and_link(
         self, spec: ExtensionSpec, flags: _Flags, work: Path, outcome: BuildOutcome, deadline: float
     ) -> None:
+        if self._compile_split(spec, flags, work, outcome, deadline):
+            return
         # The .cu compile needs no precompiled header: it starts first and runs while
         # this build waits for (or builds) the PCH, which every build of a fresh cache does.
         started: _Started = {}
         tiers = self._cuda_tiers(spec)
+        cuda_cmd = _cuda_command(flags)
         if tiers:
             outcome.cuda_headers, text = tiers.pop(0)
             (work / "cuda.cu").write_text(text)
-            cuda_cmd = [
-                *flags.nvcc,
-                *flags.cuda_cflags,
-                "-c",
-                "cuda.cu",
-                "-o",
-                "cuda.cuda.o",
-                *flags.cuda_post_cflags,
-            ]
             started = _start_jobs({"cuda": cuda_cmd}, work)
         (work / "main.cpp").write_text(spec.main_cpp())
-        host_cmd = [*flags.cxx, "-MMD", "-MF", "main.o.d", *flags.cflags]
-        if self.host_pch and not spec.no_implicit_headers:
-            t0 = time.monotonic()
-            try:
-                pch_header = self._ensure_pch(flags, deadline)
-            except BaseException:
-                _finish_jobs(started, deadline=time.monotonic())  # stops the .cu compile
-                raise
-            outcome.steps["pch"] = round(time.monotonic() - t0, 3)
-            if isinstance(pch_header, BuildOutcome):
-                _finish_jobs(started, deadline=time.monotonic())
-                _copy_failure(pch_header, outcome)
-                return
-            host_cmd += ["-include", str(pch_header), "-Winvalid-pch"]
-        host_cmd += ["-c", "main.cpp", "-o", "main.o", *flags.post_cflags]
+        host_cmd = self._host_command(spec, flags, started, outcome, deadline)
+        if host_cmd is None:
+            return
         started = {"host": _start_jobs({"host": host_cmd}, work)["host"], **started}
         results = _finish_jobs(started, deadline)
         while tiers and _needs_more_headers(outcome.cuda_headers, results["cuda"]):
@@ -784,6 +791,97 @@ class BuildCache:
             outcome.log, outcome.first_error = trim_log(log, work)
         else:
             outcome.ok = True
+
+    def _compile_split(
+        self, spec: ExtensionSpec, flags: _Flags, work: Path, outcome: BuildOutcome, deadline: float
+    ) -> bool:
+        """Build with the .cu's host functions moved into the host binding: the kernels at the
+        "cuda only" tier (nvcc parses no torch), the host functions compiled by g++ with the
+        precompiled header. True when that settled the build (built, out of time, no PCH);
+        False to build the usual way, the reason in ``outcome.host_split``."""
+        if not (self.split_host and spec.with_cuda and not spec.no_implicit_headers):
+            return False
+        if any(self._split_failed_file(spec, root).exists() for root in (self.root, self.out)):
+            outcome.host_split = "an earlier split of this .cu failed"
+            return False
+        split = _flags_block_split(spec) or split_host_functions("\n".join(spec.cuda_sources))
+        if isinstance(split, str):
+            outcome.host_split = split
+            return False
+        # nvcc compiled the host functions at its -O level; they keep it in the binding
+        # (a precompiled header of its own, as -O defines __OPTIMIZE__).
+        levels = [f for f in spec.extra_cuda_cflags if _OPT_LEVEL.fullmatch(f)]
+        if levels and levels[-1] not in spec.extra_cflags:
+            flags = dataclasses.replace(flags, cflags=[*flags.cflags, levels[-1]])
+        (work / "cuda.cu").write_text(f"{spec.cuda_cu(implicit_torch=False, body=split.kernels)}")
+        started = _start_jobs({"cuda": _cuda_command(flags)}, work)
+        (work / "main.cpp").write_text(spec.main_cpp(split.host))
+        host_cmd = self._host_command(spec, flags, started, outcome, deadline)
+        if host_cmd is None:
+            return True
+        started = {"host": _start_jobs({"host": host_cmd}, work)["host"], **started}
+        results = _finish_jobs(started, deadline)
+        if all(rc == 0 for rc, _, _ in results.values()):
+            missing = _unresolved(split.linked, work, deadline)
+            if missing:  # a stub not instantiated: the import would fail, not the link
+                outcome.steps.update({f"split {k}": secs for k, (_, _, secs) in results.items()})
+                outcome.host_split = f"the split leaves undefined: {', '.join(missing)[:300]}"
+                self._remember_split_failed(spec)
+                return False
+            objects = ["main.o", "cuda.cuda.o"]
+            link = [*flags.cxx, *objects, *flags.ldflags, "-o", f"{spec.name}.so"]
+            results["link"] = _run_parallel({"link": link}, work, deadline)["link"]
+        if any(rc is None for rc, _, _ in results.values()):
+            outcome.steps.update({step: secs for step, (_, _, secs) in results.items()})
+            outcome.failed_step = "timeout"
+            outcome.first_error = "the build exceeded its time limit"
+            return True
+        failed = next((step for step, (rc, _, _) in results.items() if rc != 0), None)
+        if failed is None:
+            outcome.steps.update({step: secs for step, (_, _, secs) in results.items()})
+            outcome.cuda_headers, outcome.ok = HOST_SPLIT_TIER, True
+            self._remember_tier(spec, HOST_SPLIT_TIER)
+            return True
+        first = trim_log(results[failed][1], work)[1]
+        if failed == "link" and _MISSING_LIBRARY.search(results[failed][1]):
+            # torch's own libraries are missing (a CPU-only torch): the usual build has the
+            # same link command and would fail the same way
+            outcome.steps.update({step: secs for step, (_, _, secs) in results.items()})
+            outcome.cuda_headers, outcome.failed_step = HOST_SPLIT_TIER, "link"
+            outcome.log, outcome.first_error = trim_log(results[failed][1], work)
+            return True
+        # Fall back to the usual build; the attempt's time stays visible in the steps.
+        outcome.steps.update({f"split {step}": secs for step, (_, _, secs) in results.items()})
+        outcome.host_split = f"the split failed ({failed}): {first}"
+        self._remember_split_failed(spec)
+        return False
+
+    def _host_command(
+        self,
+        spec: ExtensionSpec,
+        flags: _Flags,
+        started: _Started,
+        outcome: BuildOutcome,
+        deadline: float,
+    ) -> list[str] | None:
+        """The host binding's compile command, with the precompiled header (waited for or
+        built here); None when the PCH failed: the jobs in ``started`` are stopped and the
+        failure is in ``outcome``."""
+        host_cmd = [*flags.cxx, "-MMD", "-MF", "main.o.d", *flags.cflags]
+        if self.host_pch and not spec.no_implicit_headers:
+            t0 = time.monotonic()
+            try:
+                pch_header = self._ensure_pch(flags, deadline)
+            except BaseException:
+                _finish_jobs(started, deadline=time.monotonic())  # stops the .cu compile
+                raise
+            outcome.steps["pch"] = round(time.monotonic() - t0, 3)
+            if isinstance(pch_header, BuildOutcome):
+                _finish_jobs(started, deadline=time.monotonic())
+                _copy_failure(pch_header, outcome)
+                return None
+            host_cmd += ["-include", str(pch_header), "-Winvalid-pch"]
+        return [*host_cmd, "-c", "main.cpp", "-o", "main.o", *flags.post_cflags]
 
     def _cuda_tiers(self, spec: ExtensionSpec) -> list[tuple[str, str]]:
         """(tier, .cu text), lightest first: torch's headers dominate a small kernel's
@@ -827,6 +925,16 @@ class BuildCache:
         ]
         digest = hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
         return root / "tiers" / digest
+
+    def _split_failed_file(self, spec: ExtensionSpec, root: Path) -> Path:
+        """Marks a .cu (as keyed by :meth:`_tier_file`) whose host split failed: a rebuild
+        with another binding or name goes to the header tiers directly."""
+        tier_file = self._tier_file(spec, root)
+        return tier_file.with_name(f"{tier_file.name}.split-failed")
+
+    def _remember_split_failed(self, spec: ExtensionSpec) -> None:
+        with suppress(OSError):
+            self._split_failed_file(spec, self.out).touch()
 
     def _known_tier(self, spec: ExtensionSpec) -> str | None:
         for root in (self.root, self.out):
@@ -978,6 +1086,59 @@ def _torch_include() -> Path:
     return Path(include_paths()[0])
 
 
+_MISSING_LIBRARY = re.compile(r"cannot find -l(c10_cuda|torch_cuda|c10|torch\w*|cudart)\b")
+
+
+def _unresolved(names: tuple[str, ...], work: Path, deadline: float) -> list[str]:
+    """The symbols the split's host object takes from its kernel object by these names that
+    the kernel object does not define (``nm``, run confined like the compilers)."""
+    rc, log, _ = _run_parallel({"nm": ["nm", "-A", "main.o", "cuda.cuda.o"]}, work, deadline)["nm"]
+    if rc != 0:
+        return [f"(nm failed: {trim_log(log, work)[1]})"]
+    undefined, defined = set(), set()
+    for line in log.splitlines():  # "main.o:    U _Z...", "cuda.cuda.o:0000000000000010 T _Z..."
+        m = re.match(r"(main|cuda\.cuda)\.o:(?:[0-9a-f]+)?\s+(\w)\s+(\S+)$", line)
+        if m and m.group(1) == "main" and m.group(2) == "U":
+            undefined.add(m.group(3))
+        elif m and m.group(1) == "cuda.cuda" and m.group(2) not in ("U", "w", "v"):
+            defined.add(m.group(3))
+    tags = [f"{len(name)}{name}" for name in names]  # how the names appear mangled
+    return sorted(s for s in undefined if any(t in s for t in tags) and s not in defined)
+
+
+_OPT_LEVEL = re.compile(r"-O[0-3s]?")
+# nvcc flags that do not change how host code compiles (but for -O, carried over).
+_DEVICE_FLAG = re.compile(
+    r"-O[0-3s]?|-?-use_fast_math|-lineinfo|--expt-(relaxed-constexpr|extended-lambda)"
+    r"|-(Xptxas|-ptxas-options|maxrregcount|arch|gencode|-gpu-architecture|ftz|prec-div|prec-sqrt|fmad)([= ].*)?"
+    r"|-res-usage|--resource-usage"
+)
+
+
+def _flags_block_split(spec: ExtensionSpec) -> str:
+    """Why the candidate's flags rule out moving its host functions into the binding: host
+    code compiled there must see the macros, includes and language the .cu gave it."""
+    cuda = [f for f in spec.extra_cuda_cflags if not _DEVICE_FLAG.fullmatch(f)]
+    if cuda:
+        return f"extra_cuda_cflags {cuda} may change how host code compiles"
+    cxx = [f for f in spec.extra_cflags if not _OPT_LEVEL.fullmatch(f)]
+    if cxx:
+        return f"extra_cflags {cxx} would change how the moved host code compiles"
+    return ""
+
+
+def _cuda_command(flags: _Flags) -> list[str]:
+    return [
+        *flags.nvcc,
+        *flags.cuda_cflags,
+        "-c",
+        "cuda.cu",
+        "-o",
+        "cuda.cuda.o",
+        *flags.cuda_post_cflags,
+    ]
+
+
 def _copy_failure(src: BuildOutcome, dst: BuildOutcome) -> None:
     dst.failed_step, dst.log, dst.first_error = src.failed_step, src.log, src.first_error
 
@@ -1062,7 +1223,10 @@ def _finish_jobs(started: _Started, deadline: float) -> dict[str, tuple[int | No
         results[step] = (rc, log, round(job.ended - job.started, 3))
         job.log.close()
         if job.times and job.times[0].is_file():
-            shutil.move(job.times[0], job.times[1])
+            moved, n = job.times[1], 1
+            while moved.exists():  # a retried step (another tier, a failed split) keeps both
+                moved, n = job.times[1].with_suffix(f".{n}.csv"), n + 1
+            shutil.move(job.times[0], moved)
         shutil.rmtree(job.tmpdir, ignore_errors=True)
     return results
 

@@ -31,7 +31,11 @@ def main() -> None:
         cache = ParentBuilder(job["request_fd"], job["reply_fd"])
     else:
         cache = BuildCache(
-            Path(job["cache_root"]), job["cuda_arch"], job["host_pch"], job["light_cuda_headers"]
+            Path(job["cache_root"]),
+            job["cuda_arch"],
+            job["host_pch"],
+            job["light_cuda_headers"],
+            split_host=job.get("split_host_functions", True),
         )
     builds: list[BuildOutcome] = []
     import_error = None

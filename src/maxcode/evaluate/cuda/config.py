@@ -132,6 +132,12 @@ class CudaEvalConfig:
             "help": "compile .cu sources against the lightest headers that work (CUDA only, ATen ops, torch/types.h); falls back on error"
         },
     )
+    split_host_functions: bool = field(
+        default=True,
+        metadata={
+            "help": "with light_cuda_headers: first build a .cu's host functions (their launches through generated stubs) in the host binding with the precompiled header, its kernels without torch; falls back to the header tiers on failure"
+        },
+    )
     profile: bool = field(
         default=False,
         metadata={

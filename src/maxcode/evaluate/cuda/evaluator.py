@@ -228,6 +228,7 @@ class CudaEvaluator:
             toolchain.fingerprint(),
             self.config.host_pch,
             self.config.light_cuda_headers,
+            *([True] if self.config.split_host_functions else []),  # earlier keys stay valid
             EVALUATOR_VERSION,
         ]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
@@ -262,6 +263,7 @@ class CudaEvaluator:
         job.figures["compile_wall_seconds"] = reply.get("wall_seconds", 0.0)
         job.figures["builds"] = [
             {k: b[k] for k in ("name", "key", "ok", "seconds", "steps", "cuda_headers", "cached")}
+            | {"host_split": b.get("host_split", "")}  # why its host functions were not moved
             for b in builds
         ]
         failed = next((b for b in builds if not b["ok"]), None)
@@ -288,6 +290,7 @@ class CudaEvaluator:
             self.config.host_pch,
             self.config.light_cuda_headers,
             jail=self.jail,
+            split_host=self.config.split_host_functions,
         )
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()

@@ -385,6 +385,7 @@ class _Run:
             self.job["cuda_arch"],
             self.cfg.host_pch,
             self.cfg.light_cuda_headers,
+            split_host=self.cfg.split_host_functions,
         )
         builds = PrebuiltBuilds(cache, self.job.get("prebuilt", {}))
         cand_path = self.job_dir / "candidate.py"
