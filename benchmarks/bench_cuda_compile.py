@@ -14,8 +14,9 @@ for, exactly as in an evaluation. Variants (the baseline is measured in the same
   precompiled ``torch/extension.h`` for the host binding, the lightest header tier that
   compiles for the ``.cu``, its host code hidden from nvcc's device pass where that is safe
   (measured alone by ``bench_cuda_header_tiers.py --compile``), one ``-gencode``;
-* ``ours``: the defaults: as ``tiers``, but first the ``.cu``'s host functions are moved into
-  the host binding (``maxcode.evaluate.cuda.host_split``) and its kernels built without torch.
+* ``ours``: as ``tiers``, but first the ``.cu``'s host functions are moved into the host
+  binding (``maxcode.evaluate.cuda.host_split``) and its kernels built without torch
+  (``split_host_functions=True``; off by default until checked on a GPU).
 
 The first variant named is the baseline of the before/after lines (default ``tiers,ours``).
 

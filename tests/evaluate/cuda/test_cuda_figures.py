@@ -37,4 +37,3 @@ def test_without_facts_the_peaks_are_unknown_not_guessed():
     env = environment_from(H100, {}, "2.11.0", "13.0")
     assert env["driver"] is None and env["peak_bandwidth_gbs"] is None
     assert env["gpu"] == "NVIDIA H100 80GB HBM3" and env["sm_count"] == 132
-

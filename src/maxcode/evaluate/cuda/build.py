@@ -651,7 +651,7 @@ class BuildCache:
         host_pch: bool = True,
         light_cuda_headers: bool = True,
         jail: Confinement | None = None,
-        split_host: bool = True,
+        split_host: bool = False,
     ):
         """``jail``: run the compilers confined (only the build's own directory writable, no
         network, a dedicated uid): the sources and flags are the candidate's. ``split_host``:

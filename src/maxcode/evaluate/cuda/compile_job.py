@@ -35,7 +35,7 @@ def main() -> None:
             job["cuda_arch"],
             job["host_pch"],
             job["light_cuda_headers"],
-            split_host=job.get("split_host_functions", True),
+            split_host=job.get("split_host_functions", False),
         )
     builds: list[BuildOutcome] = []
     import_error = None

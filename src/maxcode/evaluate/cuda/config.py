@@ -133,9 +133,9 @@ class CudaEvalConfig:
         },
     )
     split_host_functions: bool = field(
-        default=True,
+        default=False,
         metadata={
-            "help": "with light_cuda_headers: first build a .cu's host functions (their launches through generated stubs) in the host binding with the precompiled header, its kernels without torch; falls back to the header tiers on failure"
+            "help": "with light_cuda_headers: first build a .cu's host functions (their launches through generated stubs) in the host binding with the precompiled header, its kernels without torch; falls back to the header tiers on failure. Off until its outputs are compared with unsplit builds on a GPU (CPU-side: identical kernel machine code and exports)"
         },
     )
     profile: bool = field(
