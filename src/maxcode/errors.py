@@ -41,6 +41,11 @@ class RunMismatch(UserError, ValueError):
         super().__init__(f"{path}: a different run (" + "; ".join(differences) + ")")
 
 
+class SandboxUnavailable(UserError):
+    """Candidate code would run with less than the full sandbox where the user required it;
+    the message names the setting and why this host cannot give it."""
+
+
 class BudgetExhausted(Exception):
     """A part (an LLM backend, an evaluator) reached a hard budget; the loop stops cleanly."""
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from maxcode.errors import SandboxUnavailable
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR, BuildCache, ExtensionSpec
 from maxcode.evaluate.cuda.evaluator import _Job
@@ -448,3 +449,23 @@ def test_a_carried_directory_that_does_not_exist_yet_is_an_error(tmp_path):
     every build made later was invisible to the candidates' processes (the H100, 2026-11-24)."""
     with pytest.raises(ValueError, match="must exist before the launch"):
         confinement(tmp_path / "cache").wrap(["/bin/true"], keep=[tmp_path / "build"])
+
+
+@pytest.fixture
+def host_without_namespaces(monkeypatch):
+    from maxcode.evaluate import sandbox
+
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    sandbox._jail_probe.cache_clear()
+    yield
+    sandbox._jail_probe.cache_clear()
+
+
+def test_a_required_full_sandbox_refuses_a_host_that_cannot_give_it(
+    host_without_namespaces, tmp_path
+):
+    required = CudaEvaluator(CudaEvalConfig(require_full_sandbox=True), tmp_path / "a")
+    with pytest.raises(SandboxUnavailable, match=r"require_full_sandbox.*none: not root"):
+        required.jail  # noqa: B018 - the property probes the host
+    best_effort = CudaEvaluator(CudaEvalConfig(), tmp_path / "b")
+    assert best_effort.jail.level.startswith("none: not root")

@@ -149,6 +149,12 @@ class CudaEvalConfig:
         metadata={"help": "forward calls recorded by the profiler; times are per call", "min": 1},
     )
     # sandbox
+    require_full_sandbox: bool = field(
+        default=False,
+        metadata={
+            "help": "refuse to evaluate where candidates would run with less than the full sandbox (no namespaces here, or a GPU the jail cannot reach); off: evaluate with the strongest confinement this host allows, said once and recorded in every result's sandbox level"
+        },
+    )
     compile_timeout_s: float = field(
         default=600.0,
         metadata={"help": "wall-clock limit of one candidate's build", "exclusive_min": 0},

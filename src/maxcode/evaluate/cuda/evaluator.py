@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from maxcode.errors import SandboxUnavailable
 from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec, detect_toolchain
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
@@ -101,8 +102,18 @@ class CudaEvaluator:
     def jail(self) -> Confinement:
         """How candidate code is confined on this host (probed once)."""
         if self._jail is None:
-            self._jail = confinement(self.cache_dir)
+            jail = confinement(self.cache_dir)
+            self._refuse_below_full(jail.level)
+            self._jail = jail
         return self._jail
+
+    def _refuse_below_full(self, level: str) -> None:
+        if self.config.require_full_sandbox and level != "full":
+            raise SandboxUnavailable(
+                f"evaluation.cuda.require_full_sandbox: candidate code would run with sandbox "
+                f"'{level}'; run as root on a host that allows namespaces, or set it to false "
+                "to evaluate with that level recorded in every result"
+            )
 
     # -- public API -----------------------------------------------------------------------
     def evaluate(self, task: Task, source: str) -> EvalResult:
@@ -417,6 +428,12 @@ class CudaEvaluator:
             w.keep = (self.cache_dir / "build",)
             w.sandbox = self.jail.level
             w.start()
+        try:
+            for w in self._workers:  # a GPU the jail cannot reach lowers the level at start
+                self._refuse_below_full(w.sandbox)
+        except SandboxUnavailable:
+            self.close()
+            raise
 
     def _gpu_loop(
         self,
