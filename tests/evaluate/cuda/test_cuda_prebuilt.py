@@ -1,8 +1,6 @@
-"""The GPU process loads the builds its compile job made, found by what the candidate asked for.
-
-On the H100 (2026-11-24) the key the sandboxed GPU process computed for a spec differed from
-the evaluator's, so every candidate was rebuilt there (and failed: its cache is read-only).
-"""
+"""The GPU process loads the builds its compile job made, found by what the candidate asked for,
+and says why when it cannot see one (on the H100 the jail once carried no build cache: every
+candidate then tried a rebuild its read-only cache could not hold, reported as a timeout)."""
 
 from __future__ import annotations
 
@@ -65,8 +63,8 @@ def test_the_digest_survives_the_trip_through_the_compile_jobs_channel():
 
 
 def test_a_build_is_readable_by_the_sandbox_uids_under_a_strict_umask(tmp_path):
-    """A umask of 077 made every shared build 0700 root: the GPU process (another uid) could
-    not see it and rebuilt."""
+    """Under a umask of 077 a shared build would be 0700 root, hidden from the GPU process
+    (another uid)."""
     old = os.umask(0o077)
     try:
         cache = BuildCache(tmp_path / "build", "9.0", host_pch=False)

@@ -593,8 +593,8 @@ def build_key(
 
 def readable_by_all(tree: Path) -> None:
     """Builds are read by sandboxed processes under other uids: directories 0755, files 0644
-    (0755 when executable), whatever the umask (mkdtemp's 0700, or a umask of 077, would hide
-    them and send the sandboxed loader into a rebuild it cannot do)."""
+    (0755 when executable), whatever the umask (mkdtemp's 0700, or a strict umask, would hide
+    them from those uids)."""
     for path in (tree, *tree.rglob("*")):
         if path.is_symlink():
             continue
@@ -604,9 +604,10 @@ def readable_by_all(tree: Path) -> None:
 
 class PrebuiltBuilds:
     """The builds a candidate's compile job asked for, found by what was asked (the spec's
-    digest) and loaded as built: the GPU process does not compute build keys again (its flag
-    and toolchain probes would run inside the jail, and a key that came out different there
-    sent every candidate into a rebuild its read-only cache could not hold: the H100, 2026-11-24).
+    digest) and loaded as built: the GPU process does not repeat the flag and toolchain probes
+    (subprocesses, inside the jail) that a build key needs, and a build it cannot see fails
+    with the path and the reason instead of a rebuild its read-only cache cannot hold (that
+    message is what showed, on the H100 on 2026-11-25, that the jail carried no build cache).
     A spec the compile job never saw (an extension made only when a GPU is present) is built
     through ``cache`` as before."""
 
