@@ -138,6 +138,9 @@ def summarize(task: Task, policy: OfflineCudaPolicy, out: Path) -> dict:
         "best_speedup_vs_compiled": best["evaluation"]["figures"].get("speedup_vs_compiled")
         if best
         else None,
+        "compiled_reference_error": best["evaluation"]["figures"].get("compiled_reference_error")
+        if best
+        else None,
         "best_params": best["meta"]["params"] if best else None,
         "best_step": best["step"] if best else None,
         "steps": len({r["step"] for r in records}),
@@ -237,7 +240,11 @@ def main() -> None:
         default=240.0,
         help="no search starts a step after this many seconds (the loop's max_wall_s budget)",
     )
-    parser.add_argument("--tasks", nargs="*", help="problem file names (default: all)")
+    parser.add_argument(
+        "--tasks",
+        nargs="*",
+        help="only these problem file names of the sample or suite (default: all)",
+    )
     parser.add_argument(
         "--kernelbench",
         type=Path,
@@ -254,9 +261,36 @@ def main() -> None:
     parser.add_argument(
         "--cache", type=Path, help="build cache directory (default: a temporary one)"
     )
+    parser.add_argument(
+        "--fast-inputs",
+        action="store_true",
+        help="correctness inputs made on the GPU (CudaEvalConfig.fast_inputs): same "
+        "distributions, other values than KernelBench's CPU generator, which takes a minute "
+        "per candidate on level 1's multi-GB inputs",
+    )
+    parser.add_argument(
+        "--references-only",
+        action="store_true",
+        help="no search: each sampled task's reference figures (eager and torch.compile, as "
+        "the evaluator measures them for every candidate), for --merge",
+    )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="no GPU: print the search rows of these --json files as one sample; tasks whose "
+        "run had no torch.compile figure take it from a --references-only file among them",
+    )
     parser.add_argument("--json", type=Path, help="also write rows and aggregates here")
     args = parser.parse_args()
     policy = OfflineCudaPolicy()
+    if args.merge:
+        rows, seconds = merge(args.merge)
+        report(rows, seconds)
+        if args.json:
+            _write(args, "merged", rows, seconds)
+        return
     if args.kernelbench is not None:
         if len(args.per_level) != len(args.levels):
             parser.error("--per-level needs one count per --levels entry")
@@ -264,11 +298,9 @@ def main() -> None:
             args.kernelbench, args.levels, args.per_level, args.sample_seed, policy
         )
     else:
-        tasks = [
-            t
-            for t in load_builtin_cuda()
-            if not args.tasks or t.metadata["file_name"] in args.tasks
-        ]
+        tasks = load_builtin_cuda()
+    if args.tasks:  # a part of the sample (or of the built-in suite), e.g. what a cut run left
+        tasks = [t for t in tasks if t.metadata["file_name"] in args.tasks]
     method = MethodConfig(
         name="traj-critique-best-perf",
         depth=args.depth,
@@ -281,17 +313,24 @@ def main() -> None:
     for task in tasks:  # graph capture once per task, before the searches start
         policy.analyze(task.reference_source, task.metadata["file_name"])
     print(f"hardware: {hardware_fingerprint()}")
-    print(
-        f"{len(tasks)} tasks, depth {args.depth}, k {args.k}, seed {args.seed}, {policy.name}, "
-        f"no step started after {args.wall_budget_s:.0f} s"
-    )
+    if args.references_only:
+        print(f"{len(tasks)} tasks, reference figures only (eager and torch.compile)")
+    else:
+        print(
+            f"{len(tasks)} tasks, depth {args.depth}, k {args.k}, seed {args.seed}, {policy.name}, "
+            f"no step started after {args.wall_budget_s:.0f} s"
+            + (", correctness inputs made on the GPU (--fast-inputs)" if args.fast_inputs else "")
+        )
     start = time.perf_counter()
     rows: list[dict] = []
     groups = [tasks[i : i + args.group_size] for i in range(0, len(tasks), args.group_size)]
     with tempfile.TemporaryDirectory(prefix="bench-offline-cuda-") as tmp:
         cache = args.cache or Path(tmp) / "cache"
-        config = CudaEvalConfig(timing_trials=args.timing_trials)
+        config = CudaEvalConfig(timing_trials=args.timing_trials, fast_inputs=args.fast_inputs)
         with CudaEvaluator(config, cache) as evaluator:
+            if args.references_only:
+                references(evaluator, tasks, args.json)
+                return
             for (
                 group
             ) in groups:  # results are written after each group (a run cut short keeps them)
@@ -317,15 +356,28 @@ def main() -> None:
                     flush=True,
                 )
     seconds = time.perf_counter() - start
+    report(rows, seconds)
+    if args.json:
+        _write(args, policy, rows, seconds)
+
+
+def report(rows: list[dict], seconds: float) -> None:
+    """Per task, per family and per level: correct share and speedups (vs torch.compile marked
+    * where it comes from a separate reference-only run, see ``--merge``)."""
     print(
         f"\n{'task':<32} {'family':<12} {'correct':<8} {'vs eager':>9} {'vs compile':>10}  statuses"
     )
     for r in rows:
         print(
             f"{r['task']:<32} {r['family'] or 'unsupported':<12} {r['correct_found']!s:<8} "
-            f"{_fmt(r['best_speedup_vs_eager']):>9} {_fmt(r['best_speedup_vs_compiled']):>10}  "
+            f"{_fmt(r['best_speedup_vs_eager']):>9} {_fmt(r['best_speedup_vs_compiled']):>9}"
+            f"{'*' if r.get('vs_compiled_from') else ' '}  "
             f"{r['statuses'] or r['unsupported_reason']}"
         )
+        if r.get("compiled_reference_error"):
+            print(
+                f"    torch.compile of the reference failed: {r['compiled_reference_error'][:300]}"
+            )
     agg = aggregate(rows)
     print(
         f"\n{'family':<12} {'tasks':>5} {'correct':>8} {'mean/median vs eager':>22} {'mean/median vs compile':>24}"
@@ -341,7 +393,13 @@ def main() -> None:
             f"level {level}: {f['tasks']} tasks, correct {f['share_correct']:.0%}; vs eager median "
             f"{_fmt(f['median_vs_eager'])} geomean {_fmt(f['geomean_vs_eager'])} share>1 "
             f"{f['share_above_1_vs_eager'] if f['share_above_1_vs_eager'] is not None else '-'}; "
-            f"vs compile median {_fmt(f['median_vs_compiled'])} geomean {_fmt(f['geomean_vs_compiled'])}"
+            f"vs compile median {_fmt(f['median_vs_compiled'])} geomean {_fmt(f['geomean_vs_compiled'])} "
+            f"share>1 {f['share_above_1_vs_compiled'] if f['share_above_1_vs_compiled'] is not None else '-'}"
+        )
+    if any(r.get("vs_compiled_from") for r in rows):
+        print(
+            "* vs torch.compile = (the candidate's speedup over eager) / (torch.compile's speedup "
+            "over eager, timed interleaved in a reference-only run on the same GPU model)"
         )
     evaluations = sum(r["executed"] for r in rows)
     print(f"budget used: {evaluations} candidates evaluated, {seconds:.0f} s wall")
@@ -350,19 +408,71 @@ def main() -> None:
         f"\ncorrect candidate for {share:.0%} of {agg['supported_tasks']} supported tasks "
         f"({agg['unsupported_tasks']} unsupported); {seconds:.0f} s"
     )
-    if args.json:
-        _write(args, policy, rows, seconds)
+
+
+def references(evaluator: CudaEvaluator, tasks: list[Task], out: Path | None) -> None:
+    """Each task's eager and torch.compile figures; written after each task (a cut run keeps them)."""
+    rows = []
+    for task in tasks:
+        t0 = time.perf_counter()
+        got = evaluator.reference_figures(task)
+        ref = got["reference"] or {}
+        eager = (ref.get("eager") or {}).get("median")
+        compiled = (ref.get("compiled") or {}).get("median")
+        rows.append(
+            {
+                "task": task.task_id,
+                "file_name": task.metadata["file_name"],
+                "eager_ms": eager,
+                "compiled_ms": compiled,
+                "compiled_speedup_over_eager": round(eager / compiled, 4)
+                if eager and compiled
+                else None,
+                "error": got.get("reference_error") or ref.get("compiled_reference_error"),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+        )
+        r = rows[-1]
+        print(
+            f"{r['task']:<32} eager {eager or float('nan'):9.4f} ms  torch.compile "
+            f"{compiled or float('nan'):9.4f} ms  ({r['seconds']} s) {r['error'] or ''}",
+            flush=True,
+        )
+        if out:
+            out.write_text(
+                json.dumps({"hardware": hardware_fingerprint(), "references": rows}, indent=2)
+            )
+
+
+def merge(paths: list[Path]) -> tuple[list[dict], float]:
+    """Search rows of several runs (parts of one sample) as one list; a row with no torch.compile
+    figure gets one from a reference-only run: its speedup over eager divided by torch.compile's."""
+    rows, refs, seconds = [], {}, 0.0
+    for path in paths:
+        data = json.loads(path.read_text())
+        rows += data.get("rows", [])
+        seconds += data.get("seconds", 0.0)
+        refs.update({r["task"]: r for r in data.get("references", [])})
+    for r in rows:
+        ref = refs.get(r["task"], {})
+        ratio = ref.get("compiled_speedup_over_eager")
+        if r["best_speedup_vs_compiled"] is None and r["best_speedup_vs_eager"] and ratio:
+            r["best_speedup_vs_compiled"] = round(r["best_speedup_vs_eager"] / ratio, 4)
+            r["vs_compiled_from"] = "reference-only run"
+            r["compiled_reference_error"] = None
+    return rows, seconds
 
 
 def _write(
-    args: argparse.Namespace, policy: OfflineCudaPolicy, rows: list[dict], seconds: float
+    args: argparse.Namespace, policy: OfflineCudaPolicy | str, rows: list[dict], seconds: float
 ) -> None:
     args.json.write_text(
         json.dumps(
             {
                 "hardware": hardware_fingerprint(),
-                "policy": policy.name,
+                "policy": policy if isinstance(policy, str) else policy.name,
                 "depth": args.depth,
+                "fast_inputs": args.fast_inputs,
                 "k": args.k,
                 "seed": args.seed,
                 "seconds": seconds,

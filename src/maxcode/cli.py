@@ -171,11 +171,13 @@ def optimize_cmd(
         ),
     ] = False,
     kind: Annotated[
-        str | None, typer.Option(metavar="KIND", help="cpp | cuda (default: from the suffix)")
+        str | None,
+        typer.Option("--kind", metavar="KIND", help="cpp | cuda (default: from the suffix)"),
     ] = None,
     method: Annotated[
         str,
         typer.Option(
+            "--method",
             metavar="METHOD",
             help="maxcode, or a method under `methods:` in --params (cuda-llm, effi-learner, "
             "best-of-n, ...)",

@@ -5,6 +5,7 @@ chosen by measured reward; and the coverage benchmark's tables."""
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import subprocess
@@ -390,3 +391,41 @@ def test_fused_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
         if r.status is not Status.OK
     ]
     assert bad == []
+
+
+def test_merged_parts_take_torch_compile_from_a_reference_only_run(tmp_path):
+    """Parts of one sample run on separate device calls print as one; a task whose run had no
+    torch.compile figure gets it as its speedup over eager divided by torch.compile's."""
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_offline_cuda_policy as bench
+
+    def row(task: str, vs_eager: float | None, vs_compiled: float | None) -> dict:
+        return {
+            "task": task,
+            "level": 2,
+            "family": "fused",
+            "correct_found": vs_eager is not None,
+            "best_speedup_vs_eager": vs_eager,
+            "best_speedup_vs_compiled": vs_compiled,
+            "compiled_reference_error": None if vs_compiled else "BackendCompilerFailed <- ...",
+        }
+
+    (tmp_path / "a.json").write_text(
+        json.dumps({"seconds": 10.0, "rows": [row("a", 2.0, None), row("b", 1.5, 0.9)]})
+    )
+    (tmp_path / "b.json").write_text(json.dumps({"seconds": 5.0, "rows": [row("c", None, None)]}))
+    refs = [
+        {"task": t, "compiled_speedup_over_eager": 4.0} for t in ("a", "b", "c")
+    ]  # b keeps its own, measured figure
+    (tmp_path / "refs.json").write_text(json.dumps({"references": refs}))
+    rows, seconds = bench.merge([tmp_path / n for n in ("a.json", "b.json", "refs.json")])
+    by_task = {r["task"]: r for r in rows}
+    assert seconds == 15.0 and set(by_task) == {"a", "b", "c"}
+    assert by_task["a"]["best_speedup_vs_compiled"] == 0.5
+    assert by_task["a"]["vs_compiled_from"] == "reference-only run"
+    assert (
+        by_task["b"]["best_speedup_vs_compiled"] == 0.9 and "vs_compiled_from" not in by_task["b"]
+    )
+    assert by_task["c"]["best_speedup_vs_compiled"] is None  # no correct candidate: no speedup
+    level = bench.aggregate(rows)["levels"][2]
+    assert level["share_correct"] == 2 / 3 and level["median_vs_compiled"] == 0.7

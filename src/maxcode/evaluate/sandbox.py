@@ -387,6 +387,10 @@ def _outcome(status: str, stdout: bytes, stderr: bytes, limited: bool, helper: s
 
 # -- long-lived processes that import candidate code (the CUDA zygote, compile jobs) ----------
 
+# The fresh tmpfs mounts a jail makes, 0700 until chowned to the dedicated uid: never covered
+# as untraversable (a 64 KiB cover over /tmp, when a carried path lay under it, left candidates
+# and torch.compile no room: "No space left on device").
+FRESH_PRIVATE = frozenset({"/tmp", "/dev/shm"})
 JAIL_TMPFS_MB = 8192  # a cap on the private /tmp, not a reservation (tmpfs grows on use)
 JAIL_NPROC = 16384  # threads count: torch starts one pool per core
 
@@ -570,8 +574,8 @@ def jail_child(
     covered: set[str] = set()
     for p in carried if uid is not None else ():
         for parent in reversed(Path(p).parents):
-            if str(parent) == "/" or not parent.exists():
-                continue
+            if str(parent) in FRESH_PRIVATE or str(parent) == "/" or not parent.exists():
+                continue  # the fresh /tmp and /dev/shm are the uid's own (chowned below)
             if parent.stat().st_mode & stat.S_IXOTH == 0:
                 if str(parent) not in covered:
                     mount("cover", str(parent), "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")

@@ -171,6 +171,8 @@ static void private_mounts(const Opts& o) {
     for (size_t i = 1; i < c.path.size(); ++i) {
       if (c.path[i] != '/') continue;
       std::string dir = c.path.substr(0, i);
+      // The fresh /tmp is the uid's own (chowned below): covering it would leave 64 KiB of room.
+      if (dir == "/tmp" || dir == "/dev/shm") continue;
       struct stat st;
       if (stat(dir.c_str(), &st) != 0 || (st.st_mode & S_IXOTH)) continue;
       bool done = false;
@@ -185,6 +187,7 @@ static void private_mounts(const Opts& o) {
             [](const Carried& a, const Carried& b) { return a.path.size() < b.path.size(); });
   for (const auto& c : carried) bind_carried(c);
   if (o.uid >= 0 && chown("/tmp", (uid_t)o.uid, (gid_t)o.gid) != 0) fail_setup("chown /tmp");
+  if (o.uid >= 0 && o.ro_root && chown("/dev/shm", (uid_t)o.uid, (gid_t)o.gid) != 0) fail_setup("chown /dev/shm");
 }
 
 [[noreturn]] static void exec_program(const Opts& o, int stdin_fd) {

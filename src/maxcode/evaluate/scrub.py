@@ -37,6 +37,7 @@ ALLOWED_PREFIXES = (
     "MAXCODE_NVCC_",
 )  # fmt: skip
 REDACTED = "[redacted:{name}]"
+SANDBOX_USER = "sandbox"
 
 
 def is_secret_name(name: str) -> bool:
@@ -45,7 +46,8 @@ def is_secret_name(name: str) -> bool:
 
 def allowed_env(extra: Mapping[str, str] | None = None, home: str = "/tmp") -> dict[str, str]:
     """The environment of a process that imports candidate code: the allowlist of this
-    process's variables, then ``extra`` (the caller's own settings), HOME and TMPDIR private."""
+    process's variables, then ``extra`` (the caller's own settings), HOME and TMPDIR private,
+    USER and LOGNAME the sandbox's."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -54,6 +56,9 @@ def allowed_env(extra: Mapping[str, str] | None = None, home: str = "/tmp") -> d
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env["HOME"] = home
     env["TMPDIR"] = home
+    # The dedicated uid has no passwd entry; getpass.getuser() (torch.compile calls it) reads
+    # these first and raised KeyError for that uid without them.
+    env["USER"] = env["LOGNAME"] = SANDBOX_USER
     env.update({k: v for k, v in (extra or {}).items() if not is_secret_name(k)})
     return env
 

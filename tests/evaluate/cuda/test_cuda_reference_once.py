@@ -61,3 +61,43 @@ def test_a_failed_reference_is_passed_on_and_not_cached_on_disk(evaluator, saxpy
         "reference_error": "memory_limit: the reference alone ran out",
     }
     assert not (tmp_path / "references").exists()
+
+
+def test_a_reference_whose_torch_compile_failed_is_measured_again_next_run(
+    evaluator, saxpy_task, tmp_path
+):
+    """Figures without torch.compile (it failed in the sandbox on the H100 until 2026-11-25)
+    are used in this run but not kept on disk, so a later run times torch.compile again."""
+    broken = {**FIGURES, "compiled_reference_error": "BackendCompilerFailed <- KeyError: ..."}
+    worker = RecordingWorker({"status": "ok", "reference": broken})
+    assert evaluator._reference_for(worker, saxpy_task) == {"reference": broken}
+    assert not list((tmp_path / "references").glob("*.json"))
+    later = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    worker.reply = {"status": "ok", "reference": FIGURES}
+    assert later._reference_for(worker, saxpy_task) == {"reference": FIGURES}
+    assert len(worker.jobs) == 2 and len(list((tmp_path / "references").glob("*.json"))) == 1
+
+
+def test_a_failed_torch_compile_of_the_reference_names_its_cause():
+    """On the H100 the reference's torch.compile failed in the jail and the figures said only
+    "BackendCompilerFailed: backend='inductor' raised:"; the cause is what a user can act on."""
+    from maxcode.evaluate.cuda.worker import _describe_compile_failure
+
+    class BackendCompilerFailed(Exception):
+        def __init__(self, inner: BaseException) -> None:
+            super().__init__("backend='inductor' raised:\n" + repr(inner))
+            self.inner_exception = inner
+
+    def find_driver() -> None:
+        raise AssertionError("libcuda.so cannot found!\nPossible files are located at []")
+
+    try:
+        try:
+            find_driver()
+        except AssertionError as inner:
+            raise BackendCompilerFailed(inner) from inner
+    except BackendCompilerFailed as err:
+        text = _describe_compile_failure(err)
+    assert text.startswith("BackendCompilerFailed <- AssertionError: libcuda.so cannot found!")
+    assert "Possible files are located at []" in text
+    assert "test_cuda_reference_once.py:" in text

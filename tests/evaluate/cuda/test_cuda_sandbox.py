@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -442,6 +443,77 @@ def test_a_jailed_child_keeps_mounts_beneath_a_carried_path(carried_with_a_mount
         timeout=60,
     )
     assert proc.stdout.strip() == "driver", proc.stderr
+
+
+@pytest.fixture
+def carried_under_tmp(tmp_path):
+    """A carried directory under /tmp, as the build cache of a benchmark run with ``--work /tmp/...``
+    or a temporary cache is: the jail once covered its fresh /tmp with a 64 KiB tmpfs then (taken
+    for an untraversable ancestor), so torch.compile of the reference failed with "No space left
+    on device" in every such run on the H100 (2026-11-25)."""
+    if Path(tempfile.gettempdir()) != Path("/tmp") or Path("/tmp") not in tmp_path.parents:
+        pytest.skip("needs the test's temporary directory under /tmp")
+    carried = tmp_path / "cache"
+    carried.mkdir()
+    return carried
+
+
+WRITE_ONE_MIB = "head -c 1048576 /dev/zero > /tmp/big && wc -c < /tmp/big"
+
+
+@needs_root
+def test_the_launcher_leaves_the_private_tmp_its_size_with_a_carried_path_under_tmp(
+    carried_under_tmp, tmp_path
+):
+    jail = confinement(tmp_path / "jail")
+    with uid_slot() as uid:
+        argv = jail.wrap(["/bin/sh", "-c", WRITE_ONE_MIB], keep=[carried_under_tmp], uid=uid)
+        proc = subprocess.run(argv, env=allowed_env(), capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "1048576", proc.stderr
+
+
+@needs_root
+def test_a_jailed_child_keeps_its_private_tmp_its_size_with_a_carried_path_under_tmp(
+    carried_under_tmp, tmp_path
+):
+    (tmp_path / "job").mkdir()
+    child = (
+        "import subprocess\n"
+        "from maxcode.evaluate.sandbox import jail_child, uid_slot\n"
+        "with uid_slot() as uid:\n"
+        f"    jail_child(uid, {str(tmp_path / 'job')!r}, [{str(carried_under_tmp)!r}], 64)\n"
+        f"    print(subprocess.run(['/bin/sh', '-c', {WRITE_ONE_MIB!r}], capture_output=True, text=True).stdout)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child],
+        env={**allowed_env(), "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.stdout.strip() == "1048576", proc.stderr
+
+
+@needs_root
+def test_a_jailed_child_can_name_its_user(tmp_path):
+    """The dedicated uid has no passwd entry: getpass.getuser() raised KeyError there, and so did
+    torch.compile of every reference on the H100 ("getpwuid(): uid not found: 61333")."""
+    (tmp_path / "job").mkdir()
+    child = (
+        "import getpass\n"
+        "from maxcode.evaluate.sandbox import jail_child, uid_slot\n"
+        "with uid_slot() as uid:\n"
+        f"    jail_child(uid, {str(tmp_path / 'job')!r}, [], 64)\n"
+        "    print(getpass.getuser())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child],
+        env={**allowed_env(), "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.stdout.strip() == "sandbox", proc.stderr
 
 
 def test_a_carried_directory_that_does_not_exist_yet_is_an_error(tmp_path):

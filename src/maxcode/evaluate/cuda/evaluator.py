@@ -40,7 +40,8 @@ from maxcode.evaluate.scrub import allowed_env, scrub_tree
 from maxcode.records import atomic_write_json
 from maxcode.tasks.model import Task
 
-EVALUATOR_VERSION = "1"
+# 2: references' torch.compile works in the sandbox (figures cached by version 1 lack it).
+EVALUATOR_VERSION = "2"
 # Imported by every candidate's process for torch.compile and the profiler; preloaded in the
 # zygote when a forked probe shows the GPU still works after importing them.
 FORK_SAFE_IF_PROBED = (
@@ -473,6 +474,15 @@ class CudaEvaluator:
     def _gpu_name(self, gpu: str | None) -> str:
         return self._facts(gpu).get("name", "")
 
+    def reference_figures(self, task: Task) -> dict[str, Any]:
+        """The figures every candidate of ``task`` divides by (eager and torch.compile timings),
+        measured as for a candidate (once, in a process no candidate enters) without one.
+
+        ``{"reference": figures}`` or ``{"reference": None, "reference_error": why}``.
+        """
+        self._ensure_workers()
+        return self._reference_for(self._workers[0], task)
+
     def _reference_for(self, worker: GpuWorker, task: Task) -> dict[str, Any]:
         """The task's reference figures, measured once in a process no candidate code enters.
 
@@ -507,7 +517,8 @@ class CudaEvaluator:
         finally:
             shutil.rmtree(job_dir, ignore_errors=True)
         if reply.get("status") == "ok":
-            atomic_write_json(path, reply["reference"])
+            if "compiled_reference_error" not in reply["reference"]:  # a failure is tried again
+                atomic_write_json(path, reply["reference"])
             return {"reference": reply["reference"]}
         return {
             "reference": None,

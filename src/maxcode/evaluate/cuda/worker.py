@@ -739,7 +739,7 @@ class _Run:
                 _synchronize()
                 variants["compiled"] = compiled
             except Exception as err:
-                figures["compiled_reference_error"] = _describe(err)
+                figures["compiled_reference_error"] = _describe_compile_failure(err)
             self.stage("torch_compile", t0)
         t0 = time.monotonic()
         times = self.timed(variants, inputs)
@@ -1289,6 +1289,16 @@ def _restore(dotted: str, obj: Any) -> None:
     for part in owner_path.split(".")[1:]:
         owner = getattr(owner, part)
     setattr(owner, attr, obj)
+
+
+def _describe_compile_failure(err: BaseException) -> str:
+    """torch.compile's wrapper exception names only the backend; the cause, its message and the
+    frame that raised it are what say why (a missing compiler, cache or driver in the jail)."""
+    inner = getattr(err, "inner_exception", None) or err.__cause__ or err
+    frames = traceback.extract_tb(inner.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    text = " ".join(str(inner).split())[:600]
+    return f"{type(err).__name__} <- {type(inner).__name__}: {text}{where}"
 
 
 def _describe(err: BaseException) -> str:
