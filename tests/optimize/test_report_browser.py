@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from maxcode.optimize.report import write_report
-from maxcode.records import read_jsonl
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
+from maxcode.search.records import read_records
 from maxcode.tasks.model import Task
 
 from ..search.conftest import EchoCritic, ScriptedEvaluator, ScriptedPolicy
@@ -46,7 +46,7 @@ def make_report(tmp_path: Path) -> Path:
     out = tmp_path / "report.html"
     write_report(
         out,
-        list(read_jsonl(tmp_path / "run.jsonl")),
+        read_records(tmp_path / "run.jsonl"),
         original,
         "prog.cpp",
         {"target": "prog.cpp"},

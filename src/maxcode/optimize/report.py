@@ -18,8 +18,10 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
 from maxcode.evaluate.result import EvalResult
+from maxcode.llm.usage import Usage
 from maxcode.records import atomic_write_text
 from maxcode.search.observation import format_feedback
+from maxcode.search.records import CandidateRecord, Record, RunEnd, RunStart
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}
@@ -30,13 +32,13 @@ th{background:#f4f4f4} .ok{color:#0a7d2c} .fail{color:#b00020}
 """
 
 
-def speedup_plot_png(candidates: list[dict]) -> bytes:
+def speedup_plot_png(candidates: list[CandidateRecord]) -> bytes:
     """Speedup of every executed candidate per step, and the best so far."""
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
-    executed = [c for c in candidates if c["executed"]]
-    steps = [c["step"] + 1 for c in executed]
-    rewards = [c["reward"] or 0.0 for c in executed]
-    colors = ["#0a7d2c" if (c["reward"] or 0) > 0 else "#b00020" for c in executed]
+    executed = [c for c in candidates if c.executed]
+    steps = [c.step + 1 for c in executed]
+    rewards = [c.reward or 0.0 for c in executed]
+    colors = ["#0a7d2c" if (c.reward or 0) > 0 else "#b00020" for c in executed]
     ax.scatter(steps, rewards, c=colors, alpha=0.7, label="candidate (red: failed)")
     best, best_line = 0.0, []
     for s in sorted(set(steps)):
@@ -72,28 +74,33 @@ def diff_html(original: str, best: str, name: str) -> str:
 
 
 def write_report(
-    path: Path, records: list[dict], original: str, target_name: str, header: dict, summary: str
+    path: Path,
+    records: list[Record],
+    original: str,
+    target_name: str,
+    header: dict,
+    summary: str,
 ) -> None:
+    """``records``: the run's file as :func:`maxcode.search.records.read_records` reads it."""
     start = records[0]
-    candidates = [r for r in records if r["kind"] == "candidate"]
-    end = records[-1] if records[-1]["kind"] == "run_end" else None
-    best = next(
-        (c for c in candidates if end and c["candidate_id"] == end["best_candidate_id"]), None
-    )
+    assert isinstance(start, RunStart), "a rollout file starts with its run_start record"
+    candidates = [r for r in records if isinstance(r, CandidateRecord)]
+    end = records[-1] if isinstance(records[-1], RunEnd) else None
+    best = next((c for c in candidates if end and c.candidate_id == end.best_candidate_id), None)
     png = base64.b64encode(speedup_plot_png(candidates)).decode()
     rows = []
     for c in candidates:
-        ev = EvalResult.from_dict(c["evaluation"]) if c["evaluation"] else None
+        ev = EvalResult.from_dict(c.evaluation) if c.evaluation else None
         status = ev.status.value if ev else "not executed (reranked out)"
         cls = "ok" if ev and ev.status.correct else "fail"
         feedback = html.escape(format_feedback(ev)) if ev else ""
-        critique = c["critique"]["text"] if c.get("critique") else ""
+        critique = c.critique["text"] if c.critique else ""
         rows.append(
-            f"<tr><td>{c['step'] + 1}</td><td>{c['proposal_index']}</td><td class='{cls}'>{status}</td>"
-            f"<td>{(c['reward'] or 0):.3f}</td><td>{feedback}</td>"
+            f"<tr><td>{c.step + 1}</td><td>{c.proposal_index}</td><td class='{cls}'>{status}</td>"
+            f"<td>{(c.reward or 0):.3f}</td><td>{feedback}</td>"
             f"<td>{'<details><summary>critique</summary>' + html.escape(critique) + '</details>' if critique else ''}</td></tr>"
         )
-    usage = (end or {}).get("usage", {})
+    usage = end.usage if end else Usage()
     meta = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
         for k, v in header.items()
@@ -103,19 +110,19 @@ def write_report(
 <h1>maxcode optimize: {html.escape(target_name)}</h1>
 <p class="summary" id="summary">{html.escape(summary)}</p>
 <h2>Speedup per step</h2><img id="speedup-plot" alt="speedup per step per candidate" src="data:image/png;base64,{png}">
-<h2>Winning change</h2><div id="diff">{diff_html(original, best["source"], target_name) if best else "<p>No correct candidate beat the original.</p>"}</div>
+<h2>Winning change</h2><div id="diff">{diff_html(original, best.source, target_name) if best else "<p>No correct candidate beat the original.</p>"}</div>
 <h2>Every candidate</h2><table id="candidates"><tr><th>step</th><th>#</th><th>verdict</th><th>speedup</th><th>feedback</th><th>critique</th></tr>
 {"".join(rows)}</table>
-<h2>Budget spent</h2><table id="budget"><tr><th>evaluations</th><td>{(end or {}).get("evaluations", "?")}</td></tr>
-<tr><th>LLM calls (cache hits)</th><td>{usage.get("calls", 0)} ({usage.get("cached_calls", 0)})</td></tr>
-<tr><th>tokens in / out</th><td>{usage.get("input_tokens", 0)} / {usage.get("output_tokens", 0)}</td></tr>
-<tr><th>cost</th><td>${usage.get("cost_usd", 0.0):.4f}</td></tr>
-<tr><th>wall time</th><td>{(end or {}).get("wall_s", 0.0):.1f} s</td></tr>
-<tr><th>stopped by</th><td>{html.escape(str((end or {}).get("stopped_by", "interrupted")))}</td></tr></table>
+<h2>Budget spent</h2><table id="budget"><tr><th>evaluations</th><td>{end.evaluations if end else "?"}</td></tr>
+<tr><th>LLM calls (cache hits)</th><td>{usage.calls} ({usage.cached_calls})</td></tr>
+<tr><th>tokens in / out</th><td>{usage.input_tokens} / {usage.output_tokens}</td></tr>
+<tr><th>cost</th><td>${usage.cost_usd:.4f}</td></tr>
+<tr><th>wall time</th><td>{(end.wall_s if end else 0.0):.1f} s</td></tr>
+<tr><th>stopped by</th><td>{html.escape(end.stopped_by if end else "interrupted")}</td></tr></table>
 <h2>Run</h2><table id="provenance">{meta}
-<tr><th>evaluator</th><td>{html.escape(start["evaluator"])}</td></tr>
-<tr><th>hardware</th><td>{html.escape(str(start.get("provenance", {}).get("hardware", {})))}</td></tr>
-<tr><th>code version</th><td>{html.escape(str(start.get("provenance", {}).get("code_version", "?")))}</td></tr></table>
+<tr><th>evaluator</th><td>{html.escape(start.evaluator)}</td></tr>
+<tr><th>hardware</th><td>{html.escape(str(start.provenance.get("hardware", {})))}</td></tr>
+<tr><th>code version</th><td>{html.escape(str(start.provenance.get("code_version", "?")))}</td></tr></table>
 </body></html>
 """
     atomic_write_text(path, body)

@@ -33,9 +33,10 @@ from maxcode.optimize.target import (
     read_target,
 )
 from maxcode.params import EvaluationParams, read_params_file
-from maxcode.records import atomic_write_text, provenance, read_jsonl, sha256_text
+from maxcode.records import atomic_write_text, provenance, sha256_text
 from maxcode.search.config import MethodConfig, method_from_params
 from maxcode.search.loop import GROWABLE, RunContext, differences, run_search
+from maxcode.search.records import CandidateRecord, Record, RunEnd, RunStart, read_records
 
 PRESETS = Path(__file__).resolve().parents[3] / "presets"
 DEFAULT_PARAMS = PRESETS / "offline.yaml"
@@ -244,8 +245,12 @@ def fingerprint(opts: OptimizeOptions, kind: str, source: str, method: MethodCon
     }
 
 
-def check_out(opts: OptimizeOptions, expected: dict) -> list[dict]:
-    """The records to resume (empty for a fresh run); refuses, changing nothing, otherwise."""
+def check_out(opts: OptimizeOptions, expected: dict) -> list[Record]:
+    """The records to resume (empty for a fresh run); refuses, changing nothing, otherwise.
+
+    The whole file is read strictly here, before anything is written: a line that is not
+    JSON, or a record with an unknown or missing field, stops the run naming its line.
+    """
 
     run_path = opts.out / "run.jsonl"
     if run_path.exists() and not opts.resume:
@@ -261,9 +266,9 @@ def check_out(opts: OptimizeOptions, expected: dict) -> list[dict]:
                 "choose another --out (nothing there is replaced)"
             )
         return []
-    records = list(read_jsonl(run_path))
-    first = records[0] if records else {}
-    found = first.get("fingerprint") if first.get("kind") == "run_start" else None
+    records = read_records(run_path)
+    first = records[0] if records else None
+    found = first.fingerprint if isinstance(first, RunStart) else None
     if not found:
         raise TargetError(
             f"--resume: {run_path} has no fingerprint of its target and settings (another tool, "
@@ -302,7 +307,7 @@ def optimize(opts: OptimizeOptions, console: Console | None = None) -> dict:
     return _run(opts, kind, method, role, evaluation, expected, replayed, console)
 
 
-def _first_line(opts, kind: str, method: MethodConfig, role: dict, replayed: list) -> str:
+def _first_line(opts, kind: str, method: MethodConfig, role: dict, replayed: list[Record]) -> str:
 
     if role["backend"] == "offline":
         policy = "offline " + ("C++ source transformations" if kind == "cpp" else "CUDA templates")
@@ -375,8 +380,8 @@ def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> d
         reranker = load_reranker(opts.r2g_model)
     best = BestFile(opts.out / f"best{opts.target.suffix}")
     for r in replayed:  # a resumed run's best so far stays until a faster one is found
-        if r.get("kind") == "candidate" and r["executed"] and (r["reward"] or 0) > best.reward:
-            best.offer(r["source"], r["reward"])
+        if isinstance(r, CandidateRecord) and r.executed and (r.reward or 0) > best.reward:
+            best.offer(r.source, r.reward)
     view = LiveView(method, console, on_best=best.offer)
     ctx = RunContext(
         task=task,
@@ -393,7 +398,7 @@ def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> d
     )
     try:
         with view:
-            end = run_search(ctx, run_path)
+            end = RunEnd.from_dict(run_search(ctx, run_path), str(run_path))
     except RunMismatch as err:
         raise TargetError(
             f"--resume: {err}; choose another --out or repeat that run's arguments"
@@ -480,7 +485,7 @@ def _user_paths(text: str, target: Path) -> str:
 def _publish(
     opts,
     task,
-    end: dict,
+    end: RunEnd,
     kind: str,
     method: MethodConfig,
     policy,
@@ -490,17 +495,17 @@ def _publish(
 ) -> dict:
     from maxcode.optimize.report import write_report
 
-    records = list(read_jsonl(opts.out / "run.jsonl"))
+    records = read_records(opts.out / "run.jsonl")
     winner = next(
         (
             r
             for r in records
-            if r["kind"] == "candidate" and r["candidate_id"] == end["best_candidate_id"]
+            if isinstance(r, CandidateRecord) and r.candidate_id == end.best_candidate_id
         ),
         None,
     )
-    if winner is not None and winner["reward"] > 1.0:
-        best.offer(winner["source"], winner["reward"])  # a resumed run's replayed best
+    if winner is not None and winner.reward > 1.0:
+        best.offer(winner.source, winner.reward)  # a resumed run's replayed best
     else:
         winner = None
     summary = _summary(end, winner, best.path, unpriced)
@@ -517,26 +522,23 @@ def _publish(
     write_report(
         opts.out / "report.html", records, task.reference_source, opts.target.name, header, summary
     )
-    return {
-        "summary": summary,
-        "best_reward": end["best_reward"],
-        "best_path": str(best.path),
-        **end,
-    }
+    return {"summary": summary, "best_path": str(best.path), **end.to_dict()}
 
 
-def _summary(end: dict, best: dict | None, best_path: Path, unpriced: bool = False) -> str:
-    usage = end["usage"]
+def _summary(
+    end: RunEnd, best: CandidateRecord | None, best_path: Path, unpriced: bool = False
+) -> str:
+    usage = end.usage
     cost = (
-        f"{end['evaluations']} evaluations, {usage['calls']} LLM calls, "
-        f"{usage['input_tokens'] + usage['output_tokens']} tokens, "
+        f"{end.evaluations} evaluations, {usage.calls} LLM calls, "
+        f"{usage.input_tokens + usage.output_tokens} tokens, "
         + (
             "cost unknown (no price for the model: --price-in/--price-out)"
             if unpriced
-            else f"${usage['cost_usd']:.4f}"
+            else f"${usage.cost_usd:.4f}"
         )
     )
-    stopped = end["stopped_by"]
+    stopped = end.stopped_by
     stop = (
         f"Stopped for the budget before crossing it ({stopped.removeprefix('budget: ')})."
         if stopped.startswith("budget")
@@ -546,7 +548,7 @@ def _summary(end: dict, best: dict | None, best_path: Path, unpriced: bool = Fal
         return (
             f"No correct candidate beat the original ({cost}); {best_path} was not written. {stop}"
         )
-    timing = best["evaluation"]["timing"] or {}
+    timing = best.evaluation["timing"] or {}
     spreads = [
         s for s in (timing.get("candidate_spread"), timing.get("reference_spread")) if s is not None
     ]
@@ -559,7 +561,7 @@ def _summary(end: dict, best: dict | None, best_path: Path, unpriced: bool = Fal
         else "timing spread not measured"
     )
     return (
-        f"Best candidate: {end['best_reward']:.3f}x the original's speed, correct on every test, "
+        f"Best candidate: {end.best_reward:.3f}x the original's speed, correct on every test, "
         f"written to {best_path}. Cost: {cost}. Confidence: {confidence}. {stop}"
     )
 

@@ -10,6 +10,7 @@ say since when), so files written by earlier runs still read.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -196,11 +197,21 @@ def record_from_dict(data: Any, where: str) -> Record:
 
 
 def read_records(path: Path) -> list[Record]:
-    """Every complete record of a rollout file, typed (a trailing partial line is skipped)."""
-    return [
-        record_from_dict(data, f"{path}:{line}")
-        for line, data in enumerate(read_jsonl(Path(path)), 1)
-    ]
+    """Every complete record of a rollout file, typed (a trailing partial line is skipped).
+
+    A line that is not JSON is a ``RolloutFormatError`` naming it too, not a bare
+    ``JSONDecodeError`` that names neither the file nor the line.
+    """
+    records: list[Record] = []
+    try:
+        for data in read_jsonl(Path(path)):
+            records.append(record_from_dict(data, f"{path}:{len(records) + 1}"))
+    except json.JSONDecodeError as err:
+        raise RolloutFormatError(
+            f"{path}:{len(records) + 1}: not a JSON record ({err.msg}); docs/records.md "
+            "describes the format"
+        ) from None
+    return records
 
 
 def _checked(cls: type, data: Any, where: str, name: str, extra: tuple[str, ...] = ()) -> dict:
