@@ -2,6 +2,15 @@
 from pathlib import Path
 
 from maxcode.pipeline import (
+    CACHE_DIR,
+    KC_ADAPTER,
+    KC_HELDOUT,
+    KC_LLM_CACHE,
+    KC_PAIRS,
+    KC_PAIRS_CARD,
+    KC_PAIRS_STATS,
+    KC_SPLIT,
+    KC_TABLES,
     R2G_DATA,
     R2G_MODEL,
     R2G_RANKING,
@@ -26,13 +35,10 @@ wildcard_constraints:
 def final_outputs():
     """Tables, the reward-to-go model's held-out ranking (made even when no rerank table
     reads it), and KernelCompare's table."""
-    kernelcompare = multiext(
-        "results/tables/kernelcompare", ".md", ".csv", ".tex", ".html"
-    )
     return (
         PLAN.table_outputs()
         + [R2G_RANKING]
-        + (list(kernelcompare) if "kernelcompare" in config else [])
+        + (KC_TABLES if "kernelcompare" in config else [])
     )
 
 
