@@ -17,6 +17,7 @@ from pathlib import Path
 
 from maxcode.errors import ConfigError, RunMismatch, TaskFormatError
 from maxcode.evaluate.cuda.gpus import pinned_gpu
+from maxcode.kernelcompare.params import KernelCompareParams
 from maxcode.llm.config import role_config_from_dict
 from maxcode.loader import load
 from maxcode.params import (
@@ -145,13 +146,6 @@ class PipelinePlan:
         out += [METRICS, *(PLOT_DATA.format(name=p) for p in PLOTS)]
         return [*out, PROVENANCE]
 
-    def kernelcompare_tasks(self) -> str:
-        """The suite folder whose tasks KernelCompare splits, trains on and reports."""
-        kc = self.params.kernelcompare
-        if kc is None or kc.sources is None:
-            raise ConfigError("kernelcompare.sources: the pipeline's KernelCompare stages need it")
-        return SUITE_DIR.format(suite=kc.sources.suite)
-
     def gpus(self, suite: str) -> int:
         """GPUs one rollout of ``suite`` holds: CUDA suites time kernels on one GPU each."""
         return 1 if self.params.suites[suite].language == "cuda" else 0
@@ -221,6 +215,14 @@ def _held_keys(keys: list[str], raw: dict) -> list[str]:
         if parts:
             held.append(".".join(parts))
     return list(dict.fromkeys(held))
+
+
+def kernelcompare_suite_dir(kc: KernelCompareParams | None) -> str:
+    """The suite folder whose tasks KernelCompare splits, trains on and reports
+    (``kernelcompare.sources.suite``), for the rules and the CLI's defaults alike."""
+    if kc is None or kc.sources is None:
+        raise ConfigError("kernelcompare.sources: set it to name the suite KernelCompare uses")
+    return SUITE_DIR.format(suite=kc.sources.suite)
 
 
 def suite_task_ids(name: str, cfg: Suite) -> list[str]:

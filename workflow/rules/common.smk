@@ -18,6 +18,7 @@ from maxcode.pipeline import (
     SUITE_DIR,
     PipelinePlan,
     clean_inflight,
+    kernelcompare_suite_dir,
 )
 
 PLAN = PipelinePlan.from_config(config, source=PARAMS_FILE)

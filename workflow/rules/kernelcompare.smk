@@ -1,6 +1,6 @@
 # Each rule passes its stage the params sections it reads (plain values, so Snakemake
 # reruns exactly the stages whose values change); the script loads them strictly.
-KC_TASKS = PLAN.kernelcompare_tasks()
+KC_TASKS = kernelcompare_suite_dir(PLAN.params.kernelcompare)
 KC_STAGES = {  # model stage -> the adapter it evaluates (the base model has none)
     "base": None,
     "sft": KC_ADAPTER.format(kcstage="sft"),
