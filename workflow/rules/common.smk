@@ -11,11 +11,13 @@ from maxcode.pipeline import (
     KC_PAIRS_STATS,
     KC_SPLIT,
     KC_TABLES,
+    PLOT,
     R2G_DATA,
     R2G_MODEL,
     R2G_RANKING,
     ROLLOUT,
     SUITE_DIR,
+    TABLE,
     PipelinePlan,
     clean_inflight,
     kernelcompare_suite_dir,
@@ -77,8 +79,8 @@ TABLE_CATEGORIES = {
 
 def reported(path):
     """A table, plot or provenance file, flagged for the report under its category."""
-    stem, ext = Path(path).stem, Path(path).suffix[1:]
-    if path.startswith("results/tables/"):
+    stem, ext, folder = Path(path).stem, Path(path).suffix[1:], Path(path).parent
+    if folder == Path(TABLE).parent:
         return report(
             path,
             caption=f"../report/table_{stem}.rst",
@@ -86,7 +88,7 @@ def reported(path):
             subcategory=TABLE_CATEGORIES[stem],
             labels={"table": stem, "format": ext},
         )
-    if path.startswith("results/plots/"):
+    if folder == Path(PLOT).parent:
         return report(
             path,
             caption="../report/speedup_vs_depth.rst",
