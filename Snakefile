@@ -73,4 +73,4 @@ rule reranked:
 
 rule kernelcompare:
     input:
-        multiext("results/tables/kernelcompare", ".md", ".csv", ".tex", ".html"),
+        KC_TABLES,

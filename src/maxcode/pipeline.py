@@ -17,6 +17,7 @@ from pathlib import Path
 
 from maxcode.errors import ConfigError, RunMismatch, TaskFormatError
 from maxcode.evaluate.cuda.gpus import pinned_gpu
+from maxcode.kernelcompare.params import KernelCompareParams
 from maxcode.llm.config import role_config_from_dict
 from maxcode.loader import load
 from maxcode.params import (
@@ -40,12 +41,30 @@ PLOTS = ("speedup_vs_depth",)
 TABLE_FORMATS = ("md", "csv", "tex", "html")  # html: the view in `snakemake --report`
 # Every path the plan hands out, for the rules, the CLI and the dvc.yaml test alike.
 SUITE_DIR = "data/suites/{suite}"
-ROLLOUT = "results/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
+STAGE_DIR = "results/{stage}"  # rollouts | reranked
+ROLLOUT = STAGE_DIR + "/{suite}/{method}/{task}/seed{seed}.jsonl"
 INFLIGHT_DIR = "results/.inflight"
 R2G_DATA = "data/r2g"  # the reward-to-go dataset: train.jsonl, test.jsonl, card.md, card.json
 R2G_MODEL = "models/r2g"
 R2G_RANKING = "results/r2g/ranking.json"
 INFLIGHT = INFLIGHT_DIR + "/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
+TABLE = "results/tables/{name}.{ext}"
+PLOT = "results/plots/{name}.png"
+PLOT_DATA = "results/plots/{name}.csv"  # the plot's numbers, for `dvc plots`
+METRICS = "results/metrics.json"
+PROVENANCE = "results/provenance.json"
+CACHE_DIR = ".cache"  # evaluation and LLM response caches, shared by every stage
+# KernelCompare: the pairs (write_dataset puts <pairs>.stats.json and .card.md beside them),
+# the split, one LoRA adapter per trained model stage, one held-out result per model stage.
+KC_DATA = "data/kernelcompare"
+KC_PAIRS = KC_DATA + "/pairs.jsonl"
+KC_PAIRS_STATS = KC_DATA + "/pairs.stats.json"
+KC_PAIRS_CARD = KC_DATA + "/pairs.card.md"
+KC_SPLIT = KC_DATA + "/split.json"
+KC_ADAPTER = "models/kernelcompare/{kcstage}"  # sft | grpo
+KC_HELDOUT = "results/kernelcompare/heldout_{kcstage}.jsonl"  # base | sft | grpo
+KC_TABLES = [TABLE.format(name="kernelcompare", ext=ext) for ext in TABLE_FORMATS]
+KC_LLM_CACHE = CACHE_DIR + "/kernelcompare"  # the llm naive generator's responses
 
 
 @dataclass
@@ -122,10 +141,10 @@ class PipelinePlan:
         return [p for m in self.params.r2g.train_methods for p in self.rollouts(m)]
 
     def table_outputs(self) -> list[str]:
-        out = [f"results/tables/{n}.{ext}" for n in TABLE_NAMES for ext in TABLE_FORMATS]
-        out += [f"results/plots/{p}.png" for p in PLOTS]
-        out += ["results/metrics.json", "results/plots/speedup_vs_depth.csv"]
-        return [*out, "results/provenance.json"]
+        out = [TABLE.format(name=n, ext=ext) for n in TABLE_NAMES for ext in TABLE_FORMATS]
+        out += [PLOT.format(name=p) for p in PLOTS]
+        out += [METRICS, *(PLOT_DATA.format(name=p) for p in PLOTS)]
+        return [*out, PROVENANCE]
 
     def gpus(self, suite: str) -> int:
         """GPUs one rollout of ``suite`` holds: CUDA suites time kernels on one GPU each."""
@@ -196,6 +215,14 @@ def _held_keys(keys: list[str], raw: dict) -> list[str]:
         if parts:
             held.append(".".join(parts))
     return list(dict.fromkeys(held))
+
+
+def kernelcompare_suite_dir(kc: KernelCompareParams | None) -> str:
+    """The suite folder whose tasks KernelCompare splits, trains on and reports
+    (``kernelcompare.sources.suite``), for the rules and the CLI's defaults alike."""
+    if kc is None or kc.sources is None:
+        raise ConfigError("kernelcompare.sources: set it to name the suite KernelCompare uses")
+    return SUITE_DIR.format(suite=kc.sources.suite)
 
 
 def suite_task_ids(name: str, cfg: Suite) -> list[str]:

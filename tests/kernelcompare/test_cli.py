@@ -9,6 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from maxcode.pipeline import KC_PAIRS, KC_SPLIT, SUITE_DIR
 from maxcode.stages.kernelcompare_cli import app
 from maxcode.tasks.model import Task, write_tasks_jsonl
 
@@ -109,6 +110,28 @@ def test_split_command_writes_the_reports_split(tmp_path):
     assert result.exit_code == 0, result.output
     assert "train 80, test 20, fingerprint 0991ecfbc451937c" in result.output
     assert json.loads(out.read_text())["seed"] == 42
+
+
+def test_paths_left_out_are_the_pipelines(tmp_path, monkeypatch):
+    """Without --tasks and --out the commands read and write what their rules do: the
+    tasks of kernelcompare.sources.suite, and the plan's pairs and split files."""
+    monkeypatch.chdir(tmp_path)
+    tasks = [
+        Task(task_id=f"t{i}", suite="kb", language="cuda", reference_source="x") for i in range(10)
+    ]
+    write_tasks_jsonl(tasks, Path(SUITE_DIR.format(suite="kb")) / "tasks.jsonl")
+    sources = {"parboil": str(FIXTURES / "parboil"), "suite": "kb"}
+    params = ["--params", str(_params(tmp_path, {"sources": sources}))]
+    result = runner.invoke(app, ["split", *params])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(Path(KC_SPLIT).read_text())["test"]) == 2
+    result = runner.invoke(app, ["extract", "--parboil", sources["parboil"], *params])
+    assert result.exit_code == 0, result.output
+    assert Path(KC_PAIRS).is_file()
+
+    no_sources = ["--params", str(_params(tmp_path, {}))]
+    result = runner.invoke(app, ["split", *no_sources])
+    assert "kernelcompare.sources" in str(result.exception)
 
 
 def test_extract_with_the_llm_generator_role(tmp_path, fake_llm_server, api_keys):

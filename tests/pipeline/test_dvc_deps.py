@@ -129,10 +129,68 @@ def test_the_tables_stage_lists_what_its_labels_read():
     assert {"r2g.dataset.test_fraction", "r2g.dataset.seed"} <= set(STAGES["reranked"]["params"])
 
 
-def test_dvc_yaml_outs_are_the_plans_paths():
-    """The reward-to-go outputs: the rules, `maxcode r2g` and dvc.yaml name the same paths."""
-    from maxcode.pipeline import R2G_DATA, R2G_MODEL, R2G_RANKING
+def _paths(entries: list) -> list[str]:
+    """dvc.yaml's path entries: a string, or a one-key mapping (``path: {persist: true}``)."""
+    return [e if isinstance(e, str) else next(iter(e)) for e in entries]
 
-    assert STAGES["r2g"]["outs"] == [R2G_DATA, R2G_MODEL, str(Path(R2G_RANKING).parent)]
-    assert f"{R2G_DATA}/card.json" in STAGES["tables"]["deps"]
-    assert R2G_MODEL in STAGES["reranked"]["deps"]
+
+def _plan_paths() -> dict[str, dict[str, list[str]]]:
+    """The data each DVC stage reads and writes, from the plan's path templates: what
+    dvc.yaml must list, stage by stage (code deps are the test above's business)."""
+    from maxcode.pipeline import (
+        KC_ADAPTER,
+        KC_HELDOUT,
+        KC_PAIRS,
+        KC_PAIRS_CARD,
+        KC_PAIRS_STATS,
+        KC_SPLIT,
+        KC_TABLES,
+        R2G_DATA,
+        R2G_MODEL,
+        R2G_RANKING,
+        STAGE_DIR,
+        SUITE_DIR,
+        PipelinePlan,
+    )
+
+    plan = PipelinePlan.from_config(yaml.safe_load((REPO / "params.yaml").read_text()))
+    suites = str(Path(SUITE_DIR).parent)
+    rollouts, reranked = (STAGE_DIR.format(stage=s) for s in ("rollouts", "reranked"))
+    r2g_results = str(Path(R2G_RANKING).parent)
+    kc_written = [KC_PAIRS, KC_PAIRS_STATS, KC_PAIRS_CARD, KC_SPLIT, KC_ADAPTER, KC_HELDOUT]
+    kc_folders = list(dict.fromkeys(str(Path(p).parent) for p in kc_written))
+    return {
+        "suites": {"deps": [], "outs": [suites]},
+        "rollouts": {"deps": [suites], "outs": [rollouts]},
+        "r2g": {"deps": [rollouts], "outs": [R2G_DATA, R2G_MODEL, r2g_results]},
+        "reranked": {"deps": [suites, R2G_MODEL], "outs": [reranked]},
+        "kernelcompare": {"deps": [suites], "outs": kc_folders + KC_TABLES},
+        "tables": {
+            "deps": [
+                rollouts,
+                reranked,
+                r2g_results,
+                f"{R2G_DATA}/card.json",
+                plan.params.tables.reference,
+            ],
+            "outs": sorted(plan.table_outputs()),  # outs, metrics and plots
+        },
+    }
+
+
+def _data_deps(deps: list) -> list[str]:
+    """A stage's data deps: not its code, not the user's checkouts named by params."""
+    code = ("Snakefile", "workflow/", "src/")
+    return [d for d in _paths(deps) if not d.startswith(code) and not d.startswith("${")]
+
+
+@pytest.mark.parametrize("stage", sorted(STAGE_ENTRIES))
+def test_dvc_yaml_paths_are_the_plans(stage):
+    """dvc.yaml's data deps and outs are the paths the rules and the CLI take from
+    maxcode.pipeline: a path edited in one place only fails here."""
+    dvc = STAGES[stage]
+    outs = _paths(dvc["outs"])
+    if stage == "tables":
+        outs = sorted(outs + _paths(dvc["metrics"]) + _paths(dvc["plots"]))
+    listed = {"deps": _data_deps(dvc["deps"]), "outs": outs}
+    assert listed == _plan_paths()[stage], f"dvc.yaml stage {stage}"

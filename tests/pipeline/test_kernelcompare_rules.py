@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from maxcode.pipeline import KC_SPLIT
+
 from .conftest import make_workdir, snakemake, tiny_params
 
 pytestmark = pytest.mark.slow
@@ -13,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 def test_a_kernelcompare_param_change_reruns_the_stage_that_reads_it(tmp_path):
     workdir = make_workdir(tmp_path / "w", tiny_params())
-    target = "data/kernelcompare/split.json"
+    target = KC_SPLIT
     proc = snakemake(workdir, target)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (workdir / target).is_file()

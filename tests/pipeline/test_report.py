@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from maxcode.pipeline import PLOTS, TABLE_NAMES
+from maxcode.pipeline import (
+    KC_TABLES,
+    METRICS,
+    PLOT,
+    PLOTS,
+    PROVENANCE,
+    TABLE,
+    TABLE_FORMATS,
+    TABLE_NAMES,
+)
 
 from .conftest import snakemake
 
@@ -65,11 +74,11 @@ def test_report_shows_tables_plot_and_provenance(report: Path):
 
         embedded = set(page.evaluate("Object.keys(results)"))
         for name in TABLE_NAMES:
-            for ext in ("html", "md", "csv", "tex"):
-                assert f"results/tables/{name}.{ext}" in embedded
-        assert {f"results/tables/kernelcompare.{ext}" for ext in ("md", "csv", "tex")} <= embedded
-        assert {f"results/plots/{p}.png" for p in PLOTS} <= embedded
-        assert {"results/provenance.json", "results/metrics.json"} <= embedded
+            for ext in TABLE_FORMATS:
+                assert TABLE.format(name=name, ext=ext) in embedded
+        assert set(KC_TABLES) <= embedded
+        assert {PLOT.format(name=p) for p in PLOTS} <= embedded
+        assert {PROVENANCE, METRICS} <= embedded
         assert "Preset offline" in page.inner_text("#app")  # the workflow description
 
         open_view(page, "Tables", "Main results", "html")

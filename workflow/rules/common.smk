@@ -2,13 +2,25 @@
 from pathlib import Path
 
 from maxcode.pipeline import (
+    CACHE_DIR,
+    KC_ADAPTER,
+    KC_HELDOUT,
+    KC_LLM_CACHE,
+    KC_PAIRS,
+    KC_PAIRS_CARD,
+    KC_PAIRS_STATS,
+    KC_SPLIT,
+    KC_TABLES,
+    PLOT,
     R2G_DATA,
     R2G_MODEL,
     R2G_RANKING,
     ROLLOUT,
     SUITE_DIR,
+    TABLE,
     PipelinePlan,
     clean_inflight,
+    kernelcompare_suite_dir,
 )
 
 PLAN = PipelinePlan.from_config(config, source=PARAMS_FILE)
@@ -26,13 +38,10 @@ wildcard_constraints:
 def final_outputs():
     """Tables, the reward-to-go model's held-out ranking (made even when no rerank table
     reads it), and KernelCompare's table."""
-    kernelcompare = multiext(
-        "results/tables/kernelcompare", ".md", ".csv", ".tex", ".html"
-    )
     return (
         PLAN.table_outputs()
         + [R2G_RANKING]
-        + (list(kernelcompare) if "kernelcompare" in config else [])
+        + (KC_TABLES if "kernelcompare" in config else [])
     )
 
 
@@ -70,8 +79,8 @@ TABLE_CATEGORIES = {
 
 def reported(path):
     """A table, plot or provenance file, flagged for the report under its category."""
-    stem, ext = Path(path).stem, Path(path).suffix[1:]
-    if path.startswith("results/tables/"):
+    stem, ext, folder = Path(path).stem, Path(path).suffix[1:], Path(path).parent
+    if folder == Path(TABLE).parent:
         return report(
             path,
             caption=f"../report/table_{stem}.rst",
@@ -79,7 +88,7 @@ def reported(path):
             subcategory=TABLE_CATEGORIES[stem],
             labels={"table": stem, "format": ext},
         )
-    if path.startswith("results/plots/"):
+    if folder == Path(PLOT).parent:
         return report(
             path,
             caption="../report/speedup_vs_depth.rst",

@@ -1,12 +1,10 @@
 # Each rule passes its stage the params sections it reads (plain values, so Snakemake
 # reruns exactly the stages whose values change); the script loads them strictly.
-KC = config["kernelcompare"]
-KC_SOURCES = KC["sources"]
-KC_TASKS = SUITE_DIR.format(suite=KC_SOURCES["suite"])
-KC_STAGES = {
+KC_TASKS = kernelcompare_suite_dir(PLAN.params.kernelcompare)
+KC_STAGES = {  # model stage -> the adapter it evaluates (the base model has none)
     "base": None,
-    "sft": "models/kernelcompare/sft",
-    "grpo": "models/kernelcompare/grpo",
+    "sft": KC_ADAPTER.format(kcstage="sft"),
+    "grpo": KC_ADAPTER.format(kcstage="grpo"),
 }
 KC_ROWS = {"base": "base model", "sft": "SFT", "grpo": "SFT then GRPO"}
 
@@ -14,9 +12,9 @@ KC_ROWS = {"base": "base model", "sft": "SFT", "grpo": "SFT then GRPO"}
 rule kernelcompare_pairs:
     """Slow/fast kernel pairs from Parboil and Rodinia trees, chat JSONL + card."""
     output:
-        pairs="data/kernelcompare/pairs.jsonl",
-        stats="data/kernelcompare/pairs.stats.json",
-        card="data/kernelcompare/pairs.card.md",
+        pairs=KC_PAIRS,
+        stats=KC_PAIRS_STATS,
+        card=KC_PAIRS_CARD,
     log:
         "logs/kernelcompare/pairs.log",
     conda:
@@ -24,7 +22,7 @@ rule kernelcompare_pairs:
     params:
         kernelcompare=kc_sections("sources", "extract", "harness"),
         generator=config["llm"].get("generator"),
-        llm_cache=".cache/kernelcompare",
+        llm_cache=KC_LLM_CACHE,
     script:
         "../scripts/kernelcompare.py"
 
@@ -34,7 +32,7 @@ rule kernelcompare_split:
     input:
         tasks=KC_TASKS,
     output:
-        "data/kernelcompare/split.json",
+        KC_SPLIT,
     log:
         "logs/kernelcompare/split.log",
     conda:
@@ -48,9 +46,9 @@ rule kernelcompare_split:
 rule kernelcompare_sft:
     """LoRA SFT on the pairs with the report's recipe."""
     input:
-        pairs="data/kernelcompare/pairs.jsonl",
+        pairs=KC_PAIRS,
     output:
-        directory("models/kernelcompare/sft"),
+        directory(KC_STAGES["sft"]),
     log:
         "logs/kernelcompare/sft.log",
     conda:
@@ -65,10 +63,10 @@ rule kernelcompare_grpo:
     """Single-turn GRPO from the SFT adapter; reward 0.4 compiles + 0.4 correct + 0.2 faster."""
     input:
         tasks=KC_TASKS,
-        split="data/kernelcompare/split.json",
-        sft="models/kernelcompare/sft",
+        split=KC_SPLIT,
+        sft=KC_STAGES["sft"],
     output:
-        directory("models/kernelcompare/grpo"),
+        directory(KC_STAGES["grpo"]),
     log:
         "logs/kernelcompare/grpo.log",
     conda:
@@ -76,7 +74,7 @@ rule kernelcompare_grpo:
     params:
         kernelcompare=kc_sections("model", "grpo"),
         evaluation=config["evaluation"],
-        cache_dir=".cache",
+        cache_dir=CACHE_DIR,
     script:
         "../scripts/kernelcompare.py"
 
@@ -87,12 +85,12 @@ rule kernelcompare_heldout:
         unpack(
             lambda w: {
                 "tasks": KC_TASKS,
-                "split": "data/kernelcompare/split.json",
+                "split": KC_SPLIT,
                 **({"adapter": KC_STAGES[w.kcstage]} if KC_STAGES[w.kcstage] else {}),
             }
         ),
     output:
-        "results/kernelcompare/heldout_{kcstage}.jsonl",
+        KC_HELDOUT,
     log:
         "logs/kernelcompare/heldout_{kcstage}.log",
     conda:
@@ -101,7 +99,7 @@ rule kernelcompare_heldout:
         kernelcompare=kc_sections("model", "heldout"),
         evaluation=config["evaluation"],
         row=lambda w: KC_ROWS[w.kcstage],
-        cache_dir=".cache",
+        cache_dir=CACHE_DIR,
     script:
         "../scripts/kernelcompare.py"
 
@@ -109,16 +107,9 @@ rule kernelcompare_heldout:
 rule kernelcompare_table:
     """The report's table: correctness and speedups for base, +SFT, +GRPO."""
     input:
-        heldout=expand(
-            "results/kernelcompare/heldout_{kcstage}.jsonl", kcstage=KC_STAGES
-        ),
+        heldout=expand(KC_HELDOUT, kcstage=KC_STAGES),
     output:
-        [
-            reported(p)
-            for p in multiext(
-                "results/tables/kernelcompare", ".md", ".csv", ".tex", ".html"
-            )
-        ],
+        [reported(p) for p in KC_TABLES],
     log:
         "logs/kernelcompare/table.log",
     conda:

@@ -16,6 +16,6 @@ rule rollout:
         llm=rollout_llm,
         evaluation=rollout_evaluation,
         inflight=lambda wildcards: PLAN.inflight_path(wildcards),
-        cache_dir=".cache",
+        cache_dir=CACHE_DIR,
     script:
         "../scripts/run_rollout.py"
