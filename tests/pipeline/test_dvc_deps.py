@@ -162,7 +162,7 @@ def _plan_paths() -> dict[str, dict[str, list[str]]]:
     return {
         "suites": {"deps": [], "outs": [suites]},
         "rollouts": {"deps": [suites], "outs": [rollouts]},
-        "r2g": {"deps": [rollouts], "outs": [R2G_DATA, R2G_MODEL, r2g_results]},
+        "r2g": {"deps": [suites, rollouts], "outs": [R2G_DATA, R2G_MODEL, r2g_results]},
         "reranked": {"deps": [suites, R2G_MODEL], "outs": [reranked]},
         "kernelcompare": {"deps": [suites], "outs": kc_folders + KC_TABLES},
         "tables": {
