@@ -473,6 +473,18 @@ def test_the_launcher_leaves_the_private_tmp_its_size_with_a_carried_path_under_
 
 
 @needs_root
+def test_the_launcher_gives_its_dedicated_uid_a_writable_dev_shm(tmp_path):
+    """Python's semaphores and torch's shared memory live in /dev/shm; the launcher's private one
+    was root's 0700 tmpfs, so a compile job running as the dedicated uid got "Permission denied"."""
+    jail = confinement(tmp_path / "jail")
+    script = "head -c 1000 /dev/zero > /dev/shm/x && wc -c < /dev/shm/x"
+    with uid_slot() as uid:
+        argv = jail.wrap(["/bin/sh", "-c", script], uid=uid)
+        proc = subprocess.run(argv, env=allowed_env(), capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "1000", proc.stderr
+
+
+@needs_root
 def test_a_jailed_child_keeps_its_private_tmp_its_size_with_a_carried_path_under_tmp(
     carried_under_tmp, tmp_path
 ):
