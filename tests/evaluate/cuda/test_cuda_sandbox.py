@@ -415,33 +415,50 @@ def carried_with_a_mount_beneath(tmp_path):
     subprocess.run(["umount", str(beneath)], check=True)
 
 
-@needs_root
-def test_the_launcher_keeps_mounts_beneath_a_carried_path(carried_with_a_mount_beneath, tmp_path):
-    carried, library = carried_with_a_mount_beneath
-    jail = confinement(tmp_path / "cache")
+def launched(tmp_path: Path, argv: list[str], keep: list[Path] = ()) -> subprocess.CompletedProcess:
+    """``argv`` run by the launcher as a dedicated uid, as compile jobs and the zygote run."""
+    jail = confinement(tmp_path / "jail")
     with uid_slot() as uid:
-        argv = jail.wrap(["/bin/cat", str(library)], keep=[carried], uid=uid)
-        proc = subprocess.run(argv, env=allowed_env(), capture_output=True, text=True, timeout=60)
-    assert proc.stdout == "driver", proc.stderr
+        wrapped = jail.wrap(argv, keep=list(keep), uid=uid)
+        return subprocess.run(
+            wrapped, env=allowed_env(), capture_output=True, text=True, timeout=60
+        )
 
 
-@needs_root
-def test_a_jailed_child_keeps_mounts_beneath_a_carried_path(carried_with_a_mount_beneath, tmp_path):
-    carried, library = carried_with_a_mount_beneath
-    (tmp_path / "job").mkdir()
+def in_jailed_child(
+    tmp_path: Path, printed: str, keep: list[Path] = (), as_uid: bool = True
+) -> subprocess.CompletedProcess:
+    """A child that calls ``jail_child`` as the zygote's children do (dropping to a dedicated uid
+    unless ``as_uid`` is false), then prints the Python expression ``printed``."""
+    job = tmp_path / "job"
+    job.mkdir()
     child = (
-        "import sys\n"
-        "from maxcode.evaluate.sandbox import jail_child\n"
-        f"jail_child(None, {str(tmp_path / 'job')!r}, [{str(carried)!r}], 64)\n"
-        f"print(open({str(library)!r}).read())\n"
+        "import getpass, subprocess\n"
+        "from maxcode.evaluate.sandbox import jail_child, uid_slot\n"
+        "with uid_slot() as uid:\n"
+        f"    jail_child({'uid' if as_uid else 'None'}, {str(job)!r}, {[str(k) for k in keep]!r}, 64)\n"
+        f"    print({printed})\n"
     )
-    proc = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", child],
         env={**allowed_env(), "PYTHONPATH": str(SRC)},
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+@needs_root
+def test_the_launcher_keeps_mounts_beneath_a_carried_path(carried_with_a_mount_beneath, tmp_path):
+    carried, library = carried_with_a_mount_beneath
+    proc = launched(tmp_path, ["/bin/cat", str(library)], keep=[carried])
+    assert proc.stdout == "driver", proc.stderr
+
+
+@needs_root
+def test_a_jailed_child_keeps_mounts_beneath_a_carried_path(carried_with_a_mount_beneath, tmp_path):
+    carried, library = carried_with_a_mount_beneath
+    proc = in_jailed_child(tmp_path, f"open({str(library)!r}).read()", [carried], as_uid=False)
     assert proc.stdout.strip() == "driver", proc.stderr
 
 
@@ -465,10 +482,7 @@ WRITE_ONE_MIB = "head -c 1048576 /dev/zero > /tmp/big && wc -c < /tmp/big"
 def test_the_launcher_leaves_the_private_tmp_its_size_with_a_carried_path_under_tmp(
     carried_under_tmp, tmp_path
 ):
-    jail = confinement(tmp_path / "jail")
-    with uid_slot() as uid:
-        argv = jail.wrap(["/bin/sh", "-c", WRITE_ONE_MIB], keep=[carried_under_tmp], uid=uid)
-        proc = subprocess.run(argv, env=allowed_env(), capture_output=True, text=True, timeout=60)
+    proc = launched(tmp_path, ["/bin/sh", "-c", WRITE_ONE_MIB], keep=[carried_under_tmp])
     assert proc.stdout.strip() == "1048576", proc.stderr
 
 
@@ -476,11 +490,9 @@ def test_the_launcher_leaves_the_private_tmp_its_size_with_a_carried_path_under_
 def test_the_launcher_gives_its_dedicated_uid_a_writable_dev_shm(tmp_path):
     """Python's semaphores and torch's shared memory live in /dev/shm; the launcher's private one
     was root's 0700 tmpfs, so a compile job running as the dedicated uid got "Permission denied"."""
-    jail = confinement(tmp_path / "jail")
-    script = "head -c 1000 /dev/zero > /dev/shm/x && wc -c < /dev/shm/x"
-    with uid_slot() as uid:
-        argv = jail.wrap(["/bin/sh", "-c", script], uid=uid)
-        proc = subprocess.run(argv, env=allowed_env(), capture_output=True, text=True, timeout=60)
+    proc = launched(
+        tmp_path, ["/bin/sh", "-c", "head -c 1000 /dev/zero > /dev/shm/x && wc -c < /dev/shm/x"]
+    )
     assert proc.stdout.strip() == "1000", proc.stderr
 
 
@@ -488,21 +500,8 @@ def test_the_launcher_gives_its_dedicated_uid_a_writable_dev_shm(tmp_path):
 def test_a_jailed_child_keeps_its_private_tmp_its_size_with_a_carried_path_under_tmp(
     carried_under_tmp, tmp_path
 ):
-    (tmp_path / "job").mkdir()
-    child = (
-        "import subprocess\n"
-        "from maxcode.evaluate.sandbox import jail_child, uid_slot\n"
-        "with uid_slot() as uid:\n"
-        f"    jail_child(uid, {str(tmp_path / 'job')!r}, [{str(carried_under_tmp)!r}], 64)\n"
-        f"    print(subprocess.run(['/bin/sh', '-c', {WRITE_ONE_MIB!r}], capture_output=True, text=True).stdout)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", child],
-        env={**allowed_env(), "PYTHONPATH": str(SRC)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    write = f"subprocess.run(['/bin/sh', '-c', {WRITE_ONE_MIB!r}], capture_output=True, text=True).stdout"
+    proc = in_jailed_child(tmp_path, write, [carried_under_tmp])
     assert proc.stdout.strip() == "1048576", proc.stderr
 
 
@@ -510,21 +509,7 @@ def test_a_jailed_child_keeps_its_private_tmp_its_size_with_a_carried_path_under
 def test_a_jailed_child_can_name_its_user(tmp_path):
     """The dedicated uid has no passwd entry: getpass.getuser() raised KeyError there, and so did
     torch.compile of every reference on the H100 ("getpwuid(): uid not found: 61333")."""
-    (tmp_path / "job").mkdir()
-    child = (
-        "import getpass\n"
-        "from maxcode.evaluate.sandbox import jail_child, uid_slot\n"
-        "with uid_slot() as uid:\n"
-        f"    jail_child(uid, {str(tmp_path / 'job')!r}, [], 64)\n"
-        "    print(getpass.getuser())\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", child],
-        env={**allowed_env(), "PYTHONPATH": str(SRC)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = in_jailed_child(tmp_path, "getpass.getuser()")
     assert proc.stdout.strip() == "sandbox", proc.stderr
 
 
