@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 
 def answer(job: dict) -> dict:
@@ -92,3 +93,96 @@ def forge_protocol(job: dict) -> dict:
         except OSError:
             pass
     return {"status": "wrong_answer", "reason": "real verdict"}
+
+
+def _stamp(job: dict, name: str, *values: float) -> None:
+    with open(os.path.join(job["job_dir"], name), "a") as f:
+        f.write(" ".join(f"{v:.6f}" for v in values) + "\n")
+
+
+def nap(job: dict) -> dict:
+    """GPU-free work of a known length, side by side with others."""
+    t0 = time.time()
+    time.sleep(float(job.get("seconds", 1.0)))
+    return {"status": "ok", "reason": "", "figures": {"span": [t0, time.time()]}}
+
+
+def exclusive_nap(job: dict) -> dict:
+    """Sleeps inside an exclusive stretch (what a timing does) after ``delay`` seconds."""
+    from maxcode.evaluate.cuda.supervisor import child_gate
+
+    time.sleep(float(job.get("delay", 0.0)))
+    asked = time.time()
+    with child_gate().exclusive():
+        start = time.time()
+        time.sleep(float(job.get("seconds", 1.0)))
+        end = time.time()
+    return {"status": "ok", "reason": "", "figures": {"asked": asked, "span": [start, end]}}
+
+
+def shared_nap(job: dict) -> dict:
+    """Sleeps inside a shared stretch (what a correctness trial does) after ``delay`` seconds."""
+    from maxcode.evaluate.cuda.supervisor import child_gate
+
+    time.sleep(float(job.get("delay", 0.0)))
+    asked = time.time()
+    with child_gate().shared():
+        start = time.time()
+        time.sleep(float(job.get("seconds", 1.0)))
+        end = time.time()
+    return {"status": "ok", "reason": "", "figures": {"asked": asked, "span": [start, end]}}
+
+
+def ticker(job: dict) -> dict:
+    """Free work that notes the time every 10 ms for ``seconds`` of its own running time."""
+    ticks = []
+    ran = 0.0
+    last = time.time()
+    while ran < float(job.get("seconds", 2.0)):
+        time.sleep(0.01)
+        now = time.time()
+        ran += min(now - last, 0.02)  # a long gap is time it stood still, not time it ran
+        last = now
+        ticks.append(now)
+    return {"status": "ok", "reason": "", "figures": {"ticks": ticks}}
+
+
+def exclusive_then_die(job: dict) -> dict:
+    from maxcode.evaluate.cuda.supervisor import child_gate
+
+    with child_gate().exclusive():
+        os._exit(7)
+    return {"status": "ok"}
+
+
+def pipes_held(job: dict) -> dict:
+    """The pipes this child holds: its own gate's two ends, nothing of a neighbour's."""
+    import stat
+
+    fifos = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if stat.S_ISFIFO(os.fstat(int(name)).st_mode):
+                fifos.append(int(name))
+        except OSError:
+            pass
+    maps = Path("/proc/self/maps").read_text()
+    return {"status": "ok", "reason": "", "figures": {"fifos": len(fifos), "maps": maps}}
+
+
+def hog_the_gate(job: dict) -> dict:
+    """A hostile child: takes the GPU exclusively, asks out of turn, never gives it back."""
+    from maxcode.evaluate.cuda import supervisor
+
+    gate = supervisor.child_gate()
+    os.write(gate.request_fd, supervisor.ENTER_EXCLUSIVE)
+    os.read(gate.grant_fd, 1)
+    os.write(gate.request_fd, supervisor.ENTER_SHARED * 3 + supervisor.ENTER_EXCLUSIVE)
+    time.sleep(3600)
+    return {"status": "ok"}
+
+
+def write_next_to_itself(job: dict) -> dict:
+    """What some real candidates do at import: write a file into the working directory."""
+    Path("generated_kernel.cu").write_text("// written at import\n")
+    return {"status": "ok", "reason": "", "figures": {"cwd": os.getcwd()}}

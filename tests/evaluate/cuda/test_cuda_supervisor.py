@@ -120,3 +120,101 @@ def test_candidate_cannot_write_into_the_reply_pipe(worker, tmp_path):
     reply = worker.run(job(tmp_path, "forge_protocol"))
     assert reply["status"] == "wrong_answer" and reply["reason"] == "real verdict"
     assert worker.run(job(tmp_path, "answer", name="next"))["status"] == "ok"
+
+
+def side_by_side(worker: GpuWorker, jobs: list[dict]) -> list[dict]:
+    """Send the jobs from one thread each, as the evaluator's GPU slots do."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        return list(pool.map(worker.run, jobs))
+
+
+def test_jobs_run_side_by_side(worker, tmp_path):
+    jobs = [{**job(tmp_path, "nap", name=f"nap{i}"), "seconds": 1.5} for i in range(3)]
+    t0 = time.monotonic()
+    replies = side_by_side(worker, jobs)
+    assert [r["status"] for r in replies] == ["ok"] * 3
+    assert time.monotonic() - t0 < 3.0  # one after another: 4.5 s
+    assert len({tuple(r["figures"]["span"]) for r in replies}) == 3
+
+
+def test_an_exclusive_stretch_stops_its_neighbours_and_stops_their_clocks(worker, tmp_path):
+    """While one child times (exclusive), the others do nothing at all (SIGSTOP), and the
+    seconds they stand still count against no limit: the ticker runs 2 s of its own, stands
+    still 1.5 s, and its 3 s limit is not hit."""
+    ticking = {**job(tmp_path, "ticker", timeout_s=3.0), "seconds": 2.0}
+    timing = {**job(tmp_path, "exclusive_nap"), "delay": 0.4, "seconds": 1.5}
+    tick_reply, timing_reply = side_by_side(worker, [ticking, timing])
+    assert tick_reply["status"] == "ok", tick_reply
+    assert timing_reply["status"] == "ok", timing_reply
+    start, end = timing_reply["figures"]["span"]
+    inside = [t for t in tick_reply["figures"]["ticks"] if start + 0.05 < t < end - 0.05]
+    assert inside == []
+    assert tick_reply["figures"]["paused_seconds"] >= 1.3
+
+
+def test_a_timing_waits_for_the_shared_stretches_already_running(worker, tmp_path):
+    shared = {**job(tmp_path, "shared_nap"), "seconds": 1.2}
+    timing = {**job(tmp_path, "exclusive_nap"), "delay": 0.3, "seconds": 0.2}
+    shared_reply, timing_reply = side_by_side(worker, [shared, timing])
+    assert timing_reply["figures"]["span"][0] >= shared_reply["figures"]["span"][1] - 0.01
+
+
+def test_a_shared_stretch_waits_while_a_timing_runs(worker, tmp_path):
+    timing = {**job(tmp_path, "exclusive_nap"), "seconds": 1.0}
+    shared = {**job(tmp_path, "shared_nap"), "delay": 0.3, "seconds": 0.1}
+    timing_reply, shared_reply = side_by_side(worker, [timing, shared])
+    assert shared_reply["figures"]["span"][0] >= timing_reply["figures"]["span"][1] - 0.01
+
+
+def test_a_child_that_dies_inside_its_timing_frees_the_gate(worker, tmp_path):
+    dying = job(tmp_path, "exclusive_then_die")
+    later = {**job(tmp_path, "exclusive_nap"), "delay": 0.3, "seconds": 0.1}
+    died, ok = side_by_side(worker, [dying, later])
+    assert died["status"] == "runtime_error" and "exit code 7" in died["reason"]
+    assert ok["status"] == "ok"
+
+
+def test_a_child_holds_no_pipe_and_no_watchdog_of_a_neighbour(worker, tmp_path):
+    """A neighbour's gate pipes would let a candidate grant or stall another's timing, and its
+    watchdog page would let it kill it: a child keeps only its own."""
+    long = {**job(tmp_path, "nap"), "seconds": 1.5}
+    probe = {**job(tmp_path, "pipes_held"), "delay": 0.0}
+
+    def probe_later(j: dict) -> dict:
+        time.sleep(0.3)
+        return worker.run(j)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(worker.run, long)
+        held = pool.submit(probe_later, probe).result()
+        assert first.result()["status"] == "ok"
+    assert held["figures"]["fifos"] == 2
+    shared_pages = [
+        line for line in held["figures"]["maps"].splitlines() if " rw-s " in line and "zero" in line
+    ]
+    assert len(shared_pages) == 1  # its own watchdog
+
+
+def test_a_child_that_keeps_the_gpu_is_stopped_by_its_own_clock(worker, tmp_path):
+    """Holding the GPU exclusively stops the neighbours' clocks, never the holder's: a child
+    that never gives it back times out, and the neighbour it held up then finishes."""
+    hog = job(tmp_path, "hog_the_gate", timeout_s=2.0)
+    neighbour = {**job(tmp_path, "ticker", timeout_s=5.0), "seconds": 1.0}
+    t0 = time.monotonic()
+    hog_reply, neighbour_reply = side_by_side(worker, [hog, neighbour])
+    assert hog_reply["status"] == "timeout"
+    assert neighbour_reply["status"] == "ok", neighbour_reply
+    assert time.monotonic() - t0 < 8
+
+
+def test_a_child_works_in_its_own_job_directory(worker, tmp_path):
+    """CUDA-L1's level 3 task 28 writes a file next to itself at import; on the H100 it got
+    'Permission denied' in the zygote's (read-only) working directory."""
+    j = job(tmp_path, "write_next_to_itself")
+    reply = worker.run(j)
+    assert reply["status"] == "ok" and reply["figures"]["cwd"] == j["job_dir"]
+    assert (Path(j["job_dir"]) / "generated_kernel.cu").is_file()

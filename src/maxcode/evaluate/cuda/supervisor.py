@@ -34,8 +34,11 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,24 +63,174 @@ JAIL_FAILED_EXIT = 4  # a child whose sandbox could not be set up exits with thi
 PRIVATE_CACHE_VARS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
-def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
-    """Fork, run ``job['entry']`` (``module:function``) on the job in the child, supervise it."""
-    job_dir = Path(job["job_dir"])
-    result_path = job_dir / "result.json"
-    log_path = job_dir / "output.log"
-    start = time.monotonic()
-    watchdog = Watchdog()
-    pid = os.fork()
-    if pid == 0:  # child: own session (so grandchildren die with it), stdio to the log
-        global _child_watchdog
-        _child_watchdog = watchdog
-        os.setsid()
+class Gate:
+    """The child's side of the GPU gate, held by the zygote (see :class:`Supervisor`).
+
+    Several candidates' processes share one GPU for loading and checking, but a timing must
+    have the GPU to itself. So every stretch of GPU work a child does is either *shared*
+    (loading, correctness trials, checks: any number of children at once) or *exclusive*
+    (timing: the zygote waits until no other child is inside a shared stretch, then stops
+    every other child with SIGSTOP until the exclusive stretch ends). Work outside both
+    (generating inputs on the CPU, compiling) runs freely and is frozen by an exclusive
+    neighbour like everything else. One byte each way over a pipe pair made before the fork.
+    """
+
+    def __init__(self, request_fd: int, grant_fd: int):
+        self.request_fd, self.grant_fd = request_fd, grant_fd
+        self.mode = ""  # "", "shared" or "exclusive"
+
+    def _ask(self, code: bytes) -> None:
+        os.write(self.request_fd, code)
+        if os.read(self.grant_fd, 1) != GRANT:
+            raise RuntimeError("the GPU gate closed: the GPU worker is gone")
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        """GPU work that may run beside other children's (never beside a timing)."""
+        if self.mode:  # already inside a stretch that covers it
+            yield
+            return
+        self._ask(ENTER_SHARED)
+        self.mode = "shared"
+        try:
+            yield
+        finally:
+            self.mode = ""
+            os.write(self.request_fd, LEAVE_SHARED)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """GPU work that must have the GPU, and the CPUs of the other children, to itself."""
+        if self.mode == "exclusive":
+            yield
+            return
+        if self.mode == "shared":
+            raise RuntimeError("an exclusive stretch cannot start inside a shared one")
+        self._ask(ENTER_EXCLUSIVE)
+        self.mode = "exclusive"
+        try:
+            yield
+        finally:
+            self.mode = ""
+            os.write(self.request_fd, LEAVE_EXCLUSIVE)
+
+
+class NoGate:
+    """The gate of a process that has the GPU to itself (not started by a zygote)."""
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        yield
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        yield
+
+
+ENTER_SHARED, LEAVE_SHARED, ENTER_EXCLUSIVE, LEAVE_EXCLUSIVE, GRANT = b"B", b"b", b"X", b"x", b"G"
+_child_gate: Gate | None = None
+
+
+def child_gate() -> Gate | NoGate:
+    """The GPU gate of the evaluation this process runs (a no-op outside a zygote's child)."""
+    return _child_gate or NoGate()
+
+
+@dataclass
+class _Child:
+    """One running evaluation, as the zygote sees it."""
+
+    job: dict[str, Any]
+    pid: int
+    started: float
+    watchdog: Watchdog
+    requests: int  # read end of the child's gate requests (non-blocking)
+    grants: int  # write end of the zygote's grants
+    peak_kb: int = 0
+    held: int = 0  # reasons its clocks stand still: stopped by a neighbour, waiting at the gate
+    held_since: float = 0.0
+    paused_s: float = 0.0  # seconds its clocks stood still so far
+    stopped: bool = False
+    verdict: dict[str, Any] | None = None
+
+    def hold(self, now: float) -> None:
+        if self.held == 0:
+            self.held_since = now
+        self.held += 1
+
+    def release(self, now: float) -> None:
+        self.held -= 1
+        if self.held == 0:
+            paused = now - self.held_since
+            self.paused_s += paused
+            self.watchdog.extend(paused)  # an armed call gets the seconds it stood still
+
+    def elapsed(self, now: float) -> float:
+        """Seconds it has run, the seconds it stood still left out."""
+        standing = now - self.held_since if self.held else 0.0
+        return now - self.started - self.paused_s - standing
+
+
+class Supervisor:
+    """Runs evaluations in forked children side by side, and holds their GPU gate.
+
+    Each child is supervised on its own (time limit, per-call watchdog, host memory) and its
+    result is its own; while a neighbour has the GPU exclusively a child is stopped, and the
+    seconds it stands still (stopped, or waiting at the gate) count against none of its
+    limits, so sharing the GPU never turns into a timeout. Exclusive requests are served in
+    order and before new shared ones, so a timing waits only for the shared stretches
+    already running.
+    """
+
+    def __init__(self) -> None:
+        self.children: dict[int, _Child] = {}
+        self.shared: set[int] = set()
+        self.waiting_shared: list[int] = []
+        self.waiting_exclusive: list[int] = []
+        self.holder: int | None = None
+
+    # -- children -------------------------------------------------------------------------
+    def launch(self, job: dict[str, Any]) -> _Child:
+        """Fork a child that runs ``job['entry']`` (``module:function``) on the job."""
+        job_dir = Path(job["job_dir"])
+        (job_dir / "result.json").unlink(missing_ok=True)  # a job run again (alone) starts clean
+        watchdog = Watchdog()
+        req_r, req_w = os.pipe()
+        grant_r, grant_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(req_r)
+            os.close(grant_w)
+            self._child_main(job, job_dir, watchdog, Gate(req_w, grant_r))  # never returns
+        os.close(req_w)
+        os.close(grant_r)
+        os.set_blocking(req_r, False)
+        child = _Child(job, pid, time.monotonic(), watchdog, req_r, grant_w)
+        self.children[pid] = child
+        if self.holder is not None:  # a timing is running: the newcomer waits with the rest
+            self._stop(child, time.monotonic())
+        return child
+
+    def _child_main(
+        self, job: dict[str, Any], job_dir: Path, watchdog: Watchdog, gate: Gate
+    ) -> None:
+        global _child_watchdog, _child_gate
+        for other in self.children.values():  # a neighbour's watchdog and gate are not its own
+            other.watchdog.close()
+            for fd in (other.requests, other.grants):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        _child_watchdog, _child_gate = watchdog, gate
+        os.setsid()  # own session, so grandchildren die (and stop) with it
         try:
             _jail_this_child(job_dir)
+            # its own directory is the working one, as a build or a file a candidate writes
+            # next to itself expects (the rest of the filesystem is read-only to it)
+            os.chdir(job_dir)
         except BaseException:  # never let a forked child fall back into the zygote's loop
             traceback.print_exc()
             os._exit(JAIL_FAILED_EXIT)
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(job_dir / "output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         null = os.open(os.devnull, os.O_RDONLY)
@@ -88,6 +241,7 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
         try:
             module_name, fn_name = job["entry"].split(":")
             result = getattr(importlib.import_module(module_name), fn_name)(job)
+            result_path = job_dir / "result.json"
             tmp = result_path.with_suffix(".tmp")
             tmp.write_text(json.dumps(result))
             os.replace(tmp, result_path)
@@ -98,58 +252,188 @@ def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
-    timeout_s = float(job["timeout_s"])
-    limit_kb = int(job["memory_limit_mb"]) * 1024
-    verdict: dict[str, Any] | None = None
-    peak_kb = 0
+
+    def request_fds(self) -> list[int]:
+        return [c.requests for c in self.children.values()]
+
+    def step(self, readable: Iterable[int] = ()) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Serve the gate requests that arrived, check every child; (job, reply) of those done."""
+        now = time.monotonic()
+        by_fd = {c.requests: c for c in self.children.values()}
+        for fd in readable:
+            if fd in by_fd:
+                self._serve(by_fd[fd], now)
+        finished = []
+        for child in list(self.children.values()):
+            reply = self._check(child, now)
+            if reply is not None:
+                finished.append((child.job, reply))
+        return finished
+
+    def _check(self, child: _Child, now: float) -> dict[str, Any] | None:
+        done, status = os.waitpid(child.pid, os.WNOHANG)
+        if not done:
+            rss = _rss_kb(child.pid)
+            child.peak_kb = max(child.peak_kb, rss)
+            timeout_s = float(child.job["timeout_s"])
+            limit_kb = int(child.job["memory_limit_mb"]) * 1024
+            if not child.held:  # standing still it runs no call, and its deadline moves on
+                child.verdict = _watchdog_verdict(child.watchdog)
+            if child.verdict is None and child.elapsed(now) > timeout_s:
+                child.verdict = {
+                    "status": "timeout",
+                    "reason": f"evaluation exceeded {timeout_s:.0f} s and was killed",
+                }
+            elif child.verdict is None and rss > limit_kb:
+                child.verdict = {
+                    "status": "memory_limit",
+                    "reason": f"host memory {rss // 1024} MB exceeded the {limit_kb // 1024} MB limit",
+                }
+            if child.verdict is None:
+                return None
+            _kill_group(child.pid)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child.pid, 0)
+        return self._finish(child, status if done else None, now)
+
+    def _finish(self, child: _Child, status: int | None, now: float) -> dict[str, Any]:
+        self._forget(child, now)
+        job_dir = Path(child.job["job_dir"])
+        result_path = job_dir / "result.json"
+        verdict = child.verdict
+        if verdict is None and result_path.is_file():
+            verdict = json.loads(result_path.read_text())
+        elif (
+            verdict is None
+            and status is not None
+            and os.WIFEXITED(status)
+            and (os.WEXITSTATUS(status) == JAIL_FAILED_EXIT)
+        ):
+            verdict = {
+                "status": "runtime_error",
+                "reason": "the sandbox could not be set up for this candidate (see the GPU worker's log)",
+            }
+        elif verdict is None:
+            how = (
+                f"signal {signal.Signals(-os.waitstatus_to_exitcode(status)).name}"
+                if status is not None and os.WIFSIGNALED(status)
+                else f"exit code {os.waitstatus_to_exitcode(status) if status is not None else '?'}"
+            )
+            verdict = {
+                "status": "runtime_error",
+                "reason": f"evaluation process died ({how}) without a result",
+            }
+        _kill_group(child.pid)  # anything the candidate left running in its session
+        child.watchdog.close()
+        verdict.setdefault("figures", {})
+        verdict["figures"]["process_seconds"] = round(now - child.started, 3)
+        verdict["figures"]["paused_seconds"] = round(child.paused_s, 3)
+        verdict["figures"]["peak_rss_mb"] = round(child.peak_kb / 1024, 1)
+        verdict["output_tail"] = _tail(job_dir / "output.log")
+        return verdict
+
+    def kill_all(self) -> None:
+        for child in list(self.children.values()):
+            _kill_group(child.pid)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child.pid, 0)
+            self._forget(child, time.monotonic())
+
+    # -- the gate -------------------------------------------------------------------------
+    def _serve(self, child: _Child, now: float) -> None:
+        try:
+            codes = os.read(child.requests, 64)
+        except (BlockingIOError, InterruptedError):
+            return
+        for code in codes:  # anything else a hostile child writes is ignored
+            byte = bytes([code])
+            asking = (
+                child.pid in self.shared
+                or child.pid in self.waiting_shared
+                or child.pid in self.waiting_exclusive
+                or child.pid == self.holder
+            )  # a request out of turn (only a hostile child sends one) is ignored
+            if byte == ENTER_SHARED and not asking:
+                if self.holder is None and not self.waiting_exclusive:
+                    self._grant(child, shared=True)
+                elif child.pid not in self.waiting_shared:
+                    self.waiting_shared.append(child.pid)
+                    child.hold(now)
+            elif byte == LEAVE_SHARED and child.pid in self.shared:
+                self.shared.discard(child.pid)
+            elif byte == ENTER_EXCLUSIVE and not asking:
+                self.waiting_exclusive.append(child.pid)
+                child.hold(now)
+            elif byte == LEAVE_EXCLUSIVE and self.holder == child.pid:
+                self._end_exclusive(now)
+        self._advance(now)
+
+    def _grant(self, child: _Child, shared: bool) -> None:
+        if shared:
+            self.shared.add(child.pid)
+        with contextlib.suppress(OSError):
+            os.write(child.grants, GRANT)
+
+    def _advance(self, now: float) -> None:
+        """Grant what can be granted: the next timing once no shared stretch runs, else the
+        shared stretches that waited."""
+        if self.holder is None and self.waiting_exclusive and not self.shared:
+            pid = self.waiting_exclusive.pop(0)
+            holder = self.children[pid]
+            holder.release(now)
+            self.holder = pid
+            for other in self.children.values():
+                if other.pid != pid:
+                    self._stop(other, now)
+            self._grant(holder, shared=False)
+        if self.holder is None and not self.waiting_exclusive:
+            for pid in self.waiting_shared:
+                waiting = self.children[pid]
+                waiting.release(now)
+                self._grant(waiting, shared=True)
+            self.waiting_shared = []
+
+    def _stop(self, child: _Child, now: float) -> None:
+        if not child.stopped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGSTOP)
+            child.stopped = True
+            child.hold(now)
+
+    def _end_exclusive(self, now: float) -> None:
+        self.holder = None
+        for other in self.children.values():
+            if other.stopped:
+                other.stopped = False
+                other.release(now)  # its deadline moves while it cannot race the write
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(other.pid, signal.SIGCONT)
+
+    def _forget(self, child: _Child, now: float) -> None:
+        """A finished child leaves the gate; what it held or waited for is given up."""
+        if self.children.pop(child.pid, None) is None:
+            return
+        self.shared.discard(child.pid)
+        if child.pid in self.waiting_shared:
+            self.waiting_shared.remove(child.pid)
+        if child.pid in self.waiting_exclusive:
+            self.waiting_exclusive.remove(child.pid)
+        if self.holder == child.pid:
+            self._end_exclusive(now)
+        for fd in (child.requests, child.grants):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._advance(now)
+
+
+def run_in_child(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one job in a forked, supervised child and wait for its verdict."""
+    supervisor = Supervisor()
+    supervisor.launch(job)
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        rss = _rss_kb(pid)
-        peak_kb = max(peak_kb, rss)
-        verdict = _watchdog_verdict(watchdog)
-        if verdict is None and time.monotonic() - start > timeout_s:
-            verdict = {
-                "status": "timeout",
-                "reason": f"evaluation exceeded {timeout_s:.0f} s and was killed",
-            }
-        elif verdict is None and rss > limit_kb:
-            verdict = {
-                "status": "memory_limit",
-                "reason": f"host memory {rss // 1024} MB exceeded the {limit_kb // 1024} MB limit",
-            }
-        if verdict:
-            _kill_group(pid)
-            os.waitpid(pid, 0)
-            break
-        time.sleep(POLL_S)
-    elapsed = round(time.monotonic() - start, 3)
-    tail = _tail(log_path)
-    if verdict is None and result_path.is_file():
-        verdict = json.loads(result_path.read_text())
-    elif verdict is None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == JAIL_FAILED_EXIT:
-        verdict = {
-            "status": "runtime_error",
-            "reason": "the sandbox could not be set up for this candidate (see the GPU worker's log)",
-        }
-    elif verdict is None:
-        how = (
-            f"signal {signal.Signals(-os.waitstatus_to_exitcode(status)).name}"
-            if os.WIFSIGNALED(status)
-            else f"exit code {os.waitstatus_to_exitcode(status)}"
-        )
-        verdict = {
-            "status": "runtime_error",
-            "reason": f"evaluation process died ({how}) without a result",
-        }
-    _kill_group(pid)  # anything the candidate left running in its session
-    watchdog.close()
-    verdict.setdefault("figures", {})
-    verdict["figures"]["process_seconds"] = elapsed
-    verdict["figures"]["peak_rss_mb"] = round(peak_kb / 1024, 1)
-    verdict["output_tail"] = tail
-    return verdict
+        ready, _, _ = select.select(supervisor.request_fds(), [], [], POLL_S)
+        for _, reply in supervisor.step(ready):
+            return reply
 
 
 def _jail_this_child(job_dir: Path) -> None:
@@ -280,6 +564,12 @@ class Watchdog:
     def disarm(self) -> None:
         self._LAYOUT.pack_into(self._shared, 0, 0.0, 0.0, b"")
 
+    def extend(self, seconds: float) -> None:
+        """Move an armed deadline by ``seconds`` (the call stood still that long)."""
+        deadline, allowed, what = self._LAYOUT.unpack_from(self._shared, 0)
+        if deadline:
+            self._LAYOUT.pack_into(self._shared, 0, deadline + seconds, allowed, what)
+
     def close(self) -> None:
         self._shared.close()
 
@@ -367,12 +657,41 @@ def serve() -> None:
         hello["probe_error"] = _probe(probe, float(os.environ["MAXCODE_ZYGOTE_PROBE_TIMEOUT_S"]))
     out.write(json.dumps(hello) + "\n")
     out.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        reply = run_in_child(json.loads(line))
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
+    _serve_jobs(out)
+
+
+HEARTBEAT_S = 5.0  # the zygote says it is alive this often while it runs children
+SILENCE_S = 60.0  # a zygote silent this long while it has jobs is taken for hung
+
+
+def _serve_jobs(out: Any) -> None:
+    """Job lines in, forked children side by side, one reply line each (tagged with the
+    job's ``id``) as they finish; a heartbeat line while children run."""
+    supervisor = Supervisor()
+    pending = b""
+    last_said = time.monotonic()
+    while True:
+        fds = [*supervisor.request_fds(), 0]
+        ready, _, _ = select.select(fds, [], [], POLL_S)
+        if 0 in ready:
+            chunk = os.read(0, 1 << 16)
+            if not chunk:  # the parent went away: nothing is left to report to
+                supervisor.kill_all()
+                return
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    supervisor.launch(json.loads(line))
+        replies = supervisor.step(fd for fd in ready if fd != 0)
+        for job, reply in replies:
+            out.write(json.dumps({**reply, "id": job.get("id")}) + "\n")
+        if supervisor.children and time.monotonic() - last_said > HEARTBEAT_S:
+            out.write(json.dumps({"heartbeat": True}) + "\n")
+            replies.append(({}, {}))
+        if replies:
+            out.flush()
+            last_said = time.monotonic()
 
 
 def _names(variable: str) -> list[str]:
@@ -439,6 +758,15 @@ class WorkerDied(RuntimeError):
     pass
 
 
+@dataclass
+class _Pending:
+    """A job sent to the zygote, waiting for its reply."""
+
+    id: int
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: dict[str, Any] | None = None
+
+
 class GpuWorker:
     """Parent-side handle of one zygote pinned to one GPU; restarts it when it dies."""
 
@@ -477,6 +805,10 @@ class GpuWorker:
         self.sandbox = jail.level if jail else "none: no sandbox requested"
         self._uid: contextlib.ExitStack | None = None
         self._uid_value = 0
+        self._lock = threading.Lock()  # starts, restarts and job lines, one thread at a time
+        self._replies: dict[int, _Pending] = {}
+        self._next_id = 0
+        self._reader: threading.Thread | None = None
 
     def start(self) -> None:
         env = allowed_env(self.extra_env)
@@ -556,31 +888,77 @@ class GpuWorker:
                 stderr.flush()
             self.optional_preload = ()
             self.start()
+            return
+        self._reader = threading.Thread(
+            target=self._read_replies, args=(self.proc, SILENCE_S), daemon=True
+        )
+        self._reader.start()
 
     def run(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Send one job; a dead or silent zygote is restarted and the job reported as a runtime error."""
-        if self.proc is None or self.proc.poll() is not None:
-            if self.proc is not None:
+        """Run one job and wait for its reply; several threads may call this at once (the zygote
+        runs their jobs side by side). A dead or silent zygote is restarted and the jobs it had
+        are reported as runtime errors."""
+        with self._lock:
+            if self.proc is None or self.proc.poll() is not None:
+                if self.proc is not None:
+                    self.stop()
+                    self.restarts += 1
+                self.start()
+            assert self.proc is not None and self.proc.stdin is not None
+            self._next_id += 1
+            pending = _Pending(self._next_id)
+            self._replies[pending.id] = pending
+            try:
+                self.proc.stdin.write((json.dumps({**job, "id": pending.id}) + "\n").encode())
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                self._replies.pop(pending.id, None)
+                self.stop()
                 self.restarts += 1
-            self.start()
-        assert self.proc is not None and self.proc.stdin is not None
-        try:
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            self._restart()
-            return {
-                "status": "runtime_error",
-                "reason": "GPU worker died before the job started; restarted",
-            }
-        line = self._read_line(timeout_s=float(job["timeout_s"]) + 60)
-        if line is None:
-            self._restart()
-            return {
-                "status": "runtime_error",
-                "reason": "GPU worker stopped answering and was restarted",
-            }
-        return json.loads(line)
+                self.start()
+                return {
+                    "status": "runtime_error",
+                    "reason": "GPU worker died before the job started; restarted",
+                }
+        pending.done.wait()
+        assert pending.reply is not None
+        return pending.reply
+
+    def _read_replies(self, proc: subprocess.Popen, silence_s: float) -> None:
+        """Hand each reply line to the thread that waits for it; when the zygote dies or says
+        nothing for ``silence_s`` (it sends a heartbeat while it runs jobs), fail its jobs."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        buffer = self._buffer
+        last = time.monotonic()
+        why = "GPU worker died while running this job; restarted"
+        while True:
+            ready, _, _ = select.select([fd], [], [], 1.0)
+            if not ready:
+                if self._replies and time.monotonic() - last > silence_s:
+                    why = "GPU worker stopped answering and was restarted"
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    break
+                if not self._replies:
+                    last = time.monotonic()
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            last = time.monotonic()
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                reply = json.loads(line) if line.strip() else {}
+                pending = self._replies.pop(reply.pop("id", None), None) if "id" in reply else None
+                if pending is not None:
+                    pending.reply = reply
+                    pending.done.set()
+        for pending in list(self._replies.values()):
+            pending.reply = {"status": "runtime_error", "reason": why}
+            pending.done.set()
+        self._replies.clear()
 
     def _restart(self) -> None:
         self.stop()
@@ -610,6 +988,9 @@ class GpuWorker:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join()
+        self._reader = None
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream:
                 stream.close()

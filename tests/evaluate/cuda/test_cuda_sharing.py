@@ -1,0 +1,322 @@
+"""One GPU shared by several candidates (CPU: the GPU worker is a stand-in): jobs are let in
+by memory, a verdict that sharing could have caused is measured again alone, the reference
+is measured only for a correct (or out-of-memory) candidate, and the speedups divide by it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from cuda_candidates import candidate_source
+
+import maxcode.evaluate.cuda.evaluator as evaluator_module
+from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.compile_job import PROCESS_OVERHEAD_MB, gpu_memory_estimate_mb
+from maxcode.evaluate.cuda.gpus import GpuMemoryLedger, GpuQueue, gpu_slots
+from maxcode.evaluate.result import Status
+
+STATS = {"median": 1.0, "iqr": 0.01, "n": 20}
+
+
+def timing(candidate_ms: float) -> dict:
+    return {"candidate": {**STATS, "median": candidate_ms}, "eager_this_process": STATS}
+
+
+class SharedGpu:
+    """Stands in for one GPU worker: runs jobs from several threads, counts who overlaps."""
+
+    gpu = "0"
+    sandbox = "full"
+
+    def __init__(self, reply_for):
+        self.reply_for = reply_for
+        self.jobs: list[dict] = []
+        self.running = 0
+        self.most = 0
+        self.lock = threading.Lock()
+
+    def run(self, job: dict) -> dict:
+        with self.lock:
+            self.jobs.append(job)
+            self.running += 1
+            self.most = max(self.most, self.running)
+            beside = self.running > 1
+        time.sleep(0.1)
+        with self.lock:
+            beside = beside or self.running > 1  # another job overlapped this one
+        try:
+            return self.reply_for(job, beside)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+    def references(self) -> list[dict]:
+        return [j for j in self.jobs if j["entry"].endswith(":run_reference")]
+
+    def candidates(self) -> list[dict]:
+        return [j for j in self.jobs if j["entry"].endswith(":run_job")]
+
+    def start(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+REFERENCE = {"eager": STATS, "compiled": {**STATS, "median": 0.8}, "peak_gpu_mb": 2048.0}
+
+
+def evaluate(tmp_path, monkeypatch, worker, items, **config):
+    monkeypatch.setattr(CudaEvaluator, "_compile", lambda self, job: True)
+    monkeypatch.setattr(CudaEvaluator, "_facts", lambda self, gpu: {"memory.total": "81559"})
+    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", **config), tmp_path)
+    ev._workers = [worker]
+    return ev.evaluate_items(items)
+
+
+@pytest.fixture
+def source():
+    return candidate_source("1_Scaled_vector_add.py", "fast")
+
+
+def test_candidates_share_the_gpu_and_each_is_judged_against_the_reference(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.5)}
+
+    gpu = SharedGpu(reply)
+    results = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 4, gpu_concurrency=4)
+    assert gpu.most > 1  # side by side
+    assert len(gpu.references()) == 1  # one reference for the task, whatever the sharing
+    for r in results:
+        assert r.status is Status.OK
+        assert r.figures["speedup_vs_eager"] == 2.0 and r.figures["speedup_vs_compiled"] == 1.6
+        assert r.figures["reference_source"] == "reference process"
+        assert r.timing.candidate == 0.5 and r.timing.reference == 1.0
+
+
+def test_one_slot_runs_one_job_at_a_time(tmp_path, monkeypatch, saxpy_task, source):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.5)}
+
+    gpu = SharedGpu(reply)
+    evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 3, gpu_concurrency=1)
+    assert gpu.most == 1
+
+
+def test_no_reference_is_measured_for_candidates_that_are_not_correct(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    gpu = SharedGpu(lambda job, beside: {"status": "wrong_answer", "reason": "trial 0: off"})
+    results = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 2, gpu_concurrency=2)
+    assert [r.status for r in results] == [Status.WRONG_ANSWER] * 2
+    assert gpu.references() == []
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"status": "memory_limit", "reason": "out of GPU memory during correctness: ..."},
+        {"status": "timeout", "reason": "ModelNew.forward ran longer than its watchdog limit"},
+        {"status": "runtime_error", "reason": "ModelNew.forward raised: CUDA error: out of memory"},
+    ],
+)
+def test_a_verdict_sharing_could_explain_is_measured_again_alone(
+    tmp_path, monkeypatch, saxpy_task, source, first
+):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        if beside:
+            return dict(first)
+        return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.5)}
+
+    together = threading.Barrier(2, timeout=5)  # the first two jobs surely overlap
+
+    def overlapping(job, beside):
+        if not job["entry"].endswith(":run_reference") and len(gpu.candidates()) <= 2:
+            together.wait()
+            beside = True
+        return reply(job, beside)
+
+    gpu = SharedGpu(overlapping)
+    results = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 2, gpu_concurrency=2)
+    assert [r.status for r in results] == [Status.OK, Status.OK]
+    assert all(r.figures["run_alone_after"].startswith(first["status"]) for r in results)
+    assert len(gpu.candidates()) == 4
+
+
+def test_a_wrong_answer_beside_others_is_not_measured_again(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    gpu = SharedGpu(lambda job, beside: {"status": "wrong_answer", "reason": "trial 0: off"})
+    evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 2, gpu_concurrency=2)
+    assert len(gpu.candidates()) == 2
+
+
+def test_out_of_memory_alone_says_whether_the_reference_fits(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        return {
+            "status": "memory_limit",
+            "reason": "out of GPU memory during correctness: CUDA out of memory",
+            "figures": {"env": {"memory_mb": 81559}},
+        }
+
+    (result,) = evaluate(tmp_path, monkeypatch, SharedGpu(reply), [(saxpy_task, source)])
+    assert result.status is Status.MEMORY_LIMIT
+    assert "the reference alone peaks at 2.0 GiB of 79.6 GiB and fits" in result.reason
+    assert result.figures["reference_fits"] is True
+
+
+def test_a_reference_that_fails_fails_its_correct_candidates(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "runtime_error", "reason": "reference failed: boom"}
+        return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.5)}
+
+    (result,) = evaluate(tmp_path, monkeypatch, SharedGpu(reply), [(saxpy_task, source)])
+    assert result.status is Status.RUNTIME_ERROR and result.timing is None
+    assert "the task's reference failed in its own process" in result.reason
+    assert result.figures["harness_error"] is True
+
+
+@pytest.mark.parametrize(("severity", "status"), [("warn", Status.OK), ("error", Status.REJECTED)])
+def test_an_excessive_speedup_is_flagged_by_its_severity(
+    tmp_path, monkeypatch, saxpy_task, source, severity, status
+):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.01)}
+
+    (result,) = evaluate(
+        tmp_path,
+        monkeypatch,
+        SharedGpu(reply),
+        [(saxpy_task, source)],
+        check_severity={"excessive_speedup": severity},
+    )
+    assert result.status is status
+    flagged = result.reason if status is Status.REJECTED else " ".join(result.figures["warnings"])
+    assert "speedup 100.0x over eager exceeds 10x" in flagged
+
+
+def test_the_ledger_lets_jobs_in_by_memory_and_alone_means_alone():
+    ledger = GpuMemoryLedger(budget_mb=100.0, slots=4)
+    order: list[str] = []
+
+    def job(name: str, need: float, hold: float, alone: bool = False) -> None:
+        with ledger.admit(need, alone=alone) as admission:
+            order.append(f"+{name}")
+            time.sleep(hold)
+            order.append(f"-{name}{'*' if admission.shared else ''}")
+
+    a = threading.Thread(target=job, args=("a", 60.0, 0.3))
+    a.start()
+    time.sleep(0.05)
+    b = threading.Thread(target=job, args=("b", 60.0, 0.1))  # does not fit beside a
+    c = threading.Thread(target=job, args=("c", 30.0, 0.1))  # fits beside a
+    b.start()
+    c.start()
+    for t in (a, b, c):
+        t.join()
+    assert order.index("+c") < order.index("-a*") < order.index("+b")
+    solo = threading.Thread(target=job, args=("s", 1.0, 0.2, True))
+    d = threading.Thread(target=job, args=("d", 1.0, 0.05))
+    solo.start()
+    time.sleep(0.05)
+    d.start()
+    solo.join()
+    d.join()
+    assert order[-4:] == ["+s", "-s", "+d", "-d"]  # alone: nothing beside, not shared
+
+
+def test_slots_default_to_one_per_four_cores_at_most_four():
+    assert gpu_slots(0, cpus=2) == 1 and gpu_slots(0, cpus=16) == 4 and gpu_slots(0, cpus=64) == 4
+    assert gpu_slots(3, cpus=2) == 3
+
+
+def test_the_compile_job_estimates_a_tasks_gpu_memory_from_shapes(tmp_path):
+    ref = tmp_path / "reference.py"
+    ref.write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(1024, 512)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x)\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(4096, 1024)]\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    weights = (1024 * 512 + 512) * 4
+    expected = (2 * weights + 3 * 4096 * 1024 * 4 + 4 * 4096 * 512 * 4) / 2**20
+    assert gpu_memory_estimate_mb(ref) == pytest.approx(expected + PROCESS_OVERHEAD_MB, abs=0.1)
+    ref.write_text(
+        ref.read_text().replace("return self.fc(x)", "return self.fc(x) * x.sum().item()")
+    )
+    assert gpu_memory_estimate_mb(ref) is None  # data-dependent: no estimate, an even share
+
+
+def test_the_reference_is_measured_beside_other_tasks_not_after_them(tmp_path, builtin_tasks):
+    """Per-task locks: measuring one task's reference does not hold up another task's."""
+    started = []
+
+    class Slow:
+        gpu = "0"
+
+        def run(self, job):
+            started.append(time.monotonic())
+            time.sleep(0.3)
+            return {"status": "ok", "reference": REFERENCE}
+
+    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", gpu_concurrency=2), tmp_path, gpus=[])
+    ev._facts = lambda gpu: {}
+    tasks = [builtin_tasks["1_Scaled_vector_add.py"], builtin_tasks["5_Softmax.py"]]
+    threads = [threading.Thread(target=ev._reference_for, args=(Slow(), t)) for t in tasks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert abs(started[1] - started[0]) < 0.2
+
+
+def test_evaluator_module_keeps_verdicts_sharing_cannot_explain():
+    assert evaluator_module._sharing_may_explain({"status": "timeout"})
+    assert not evaluator_module._sharing_may_explain({"status": "wrong_answer", "reason": "memory"})
+    assert not evaluator_module._sharing_may_explain({"status": "compile_error"})
+    assert Path(evaluator_module.__file__).name == "evaluator.py"
+
+
+def test_the_queue_lets_jobs_in_oldest_first_each_once_it_fits():
+    cond = threading.Condition()
+    ledger = GpuMemoryLedger(budget_mb=100.0, slots=4, cond=cond)
+    queue = GpuQueue(cond)
+    for name, need in (("first", 60.0), ("second", 50.0), ("third", 10.0)):
+        queue.put(name, need)
+    queue.close()
+    first, a = queue.take(ledger)
+    got: list = []
+    taker = threading.Thread(target=lambda: got.append(queue.take(ledger)[0]))
+    taker.start()
+    time.sleep(0.3)
+    assert first == "first" and got == []  # "second" does not fit beside "first"; nobody overtakes
+    ledger.leave(a)
+    taker.join()
+    assert got == ["second"]
+    assert queue.take(ledger)[0] == "third" and queue.take(ledger) is None
