@@ -81,3 +81,20 @@ def test_compile_job_runs_nicer_than_the_evaluator(evaluator, saxpy_task, tmp_pa
     log = (j.job_dir / "compile_job.err").read_text()  # the sandboxed job cannot write its dir
     seen = int(log.split("niceness ", 1)[1].split()[0])
     assert seen == min(19, os.nice(0) + COMPILE_NICENESS)
+
+
+def test_an_extension_that_cannot_be_loaded_for_an_undefined_symbol_is_a_compile_error(
+    evaluator, saxpy_task, tmp_path
+):
+    """A function the binding declares but no source defines links into the .so and fails at
+    load (qwencoder level 2 problem 58 on the H100; KernelBench marks it not compiled): the
+    build is broken, so the verdict is compile_error from the compile stage, not a runtime
+    error from the GPU worker."""
+    declared_only = CANDIDATE.replace(
+        "#include <Python.h>", "#include <Python.h>\nlong never_defined(long);"
+    ).replace("PyLong_FromLong(3 *", "PyLong_FromLong(never_defined(3) *")
+    j = job(tmp_path, saxpy_task, declared_only)
+    assert evaluator._compile(j) is False
+    assert j.result.status is Status.COMPILE_ERROR
+    assert "extension 'inner' failed to build (link)" in j.result.reason
+    assert "undefined symbol" in j.result.reason and "never_defined" in j.result.reason

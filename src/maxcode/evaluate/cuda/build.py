@@ -52,7 +52,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
@@ -1271,6 +1271,22 @@ def import_extension(outcome: BuildOutcome) -> ModuleType:
         raise BuildError(outcome)
     loader = importlib.machinery.ExtensionFileLoader(outcome.name, outcome.so_path)
     spec = importlib.util.spec_from_file_location(outcome.name, outcome.so_path, loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except ImportError as err:
+        if "undefined symbol" not in str(err):
+            raise
+        # A function declared to the binding and never defined (or defined with another
+        # signature) links into a shared library anyway and fails when it is loaded: the
+        # build is what is broken (torch's load_inline fails the same way).
+        symbol = str(err).rpartition("undefined symbol: ")[2]
+        raise BuildError(
+            replace(
+                outcome,
+                ok=False,
+                failed_step="link",
+                first_error=f"undefined symbol {symbol} when the extension is loaded: a function the binding declares is not defined with that signature",
+            )
+        ) from err
     return module

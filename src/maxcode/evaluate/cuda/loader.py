@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from maxcode.evaluate.cuda.build import BuildOutcome, ExtensionSpec, import_extension
+from maxcode.evaluate.cuda.build import BuildError, BuildOutcome, ExtensionSpec, import_extension
 
 
 def load_module(path: Path, module_name: str) -> ModuleType:
@@ -49,8 +49,13 @@ def cached_load_inline(
     def load_inline(*args: object, **kwargs: object) -> ModuleType:
         spec = ExtensionSpec.from_load_inline(*args, **kwargs)
         outcome = cache.build(spec, timeout_s=timeout_s)
+        try:
+            module = import_extension(outcome)
+        except BuildError as err:  # built, but it cannot be loaded: a broken build
+            on_build(err.outcome)
+            raise
         on_build(outcome)
-        return import_extension(outcome)
+        return module
 
     cpp_extension.load_inline = load_inline
     try:
