@@ -28,6 +28,7 @@ from cuda_l1 import PRIMARY_ORDER, VARIANTS, CudaL1Error, load_candidates, prima
 from real_candidates import CorpusError, first_line
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.checks import static_findings
 
 CLASSES = (*PRIMARY_ORDER, "torch rewrite")
 
@@ -94,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cache", type=Path, help="build cache to reuse (default: a fresh one under --work)"
     )
+    parser.add_argument(
+        "--with-kernel",
+        action="store_true",
+        help="only candidates that define a kernel of their own (pass the static no_custom_kernel check), so the dynamic checks decide them",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--dry-run", action="store_true", help="classify only; no GPU")
     args = parser.parse_args(argv)
@@ -103,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     except (CudaL1Error, CorpusError, ValueError, TypeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.with_kernel:
+        cands = [c for c in cands if defines_a_kernel(c.code)]
     if args.n:
         cands = spread(cands, args.n)
     rows: list[dict[str, Any]] = [
@@ -153,6 +161,15 @@ def main(argv: list[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1, default=str))
     return 0
+
+
+def defines_a_kernel(source: str) -> bool:
+    """Whether the static ``no_custom_kernel`` check lets the candidate through."""
+    try:
+        findings = static_findings(source, reference_is_fp32=True)
+    except (SyntaxError, ValueError):
+        return False
+    return all(f.check_id != "no_custom_kernel" for f in findings)
 
 
 def spread(cands: list, n: int) -> list:

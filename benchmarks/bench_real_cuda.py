@@ -29,6 +29,7 @@ import argparse
 import itertools
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -175,6 +176,8 @@ def _row(c: RealCandidate, r: EvalResult, arrival: float) -> dict[str, Any]:
         "build_cached": r.figures.get("build_cached"),
         "arrival_s": round(arrival, 2),
         "sandbox": r.sandbox,
+        "run_alone_after": r.figures.get("run_alone_after"),
+        "paused_s": r.figures.get("paused_seconds"),
     }
 
 
@@ -281,12 +284,19 @@ def mode_ours(args: argparse.Namespace, sample: list[RealCandidate], report: dic
     report["passes"] = []
     for name in args.passes:
         report["passes"].append({"pass": name})
+        if not args.keep_references:  # each pass times the references again: an honest spread
+            shutil.rmtree(cache / "references", ignore_errors=True)
 
         def save(summary: dict[str, Any]) -> None:
             report["passes"][-1] = summary
             _write(args.json, report)
 
-        summary = run_pass(name, sample, config, cache, save)
+        timed = sample
+        if name != "cold" and args.warm_timed_only:  # the spread concerns the timed ones
+            cold = report["passes"][0]
+            correct = {r["candidate"] for r in cold.get("rows", []) if r["ours"] == "ok"}
+            timed = [c for c in sample if c.key in correct]
+        summary = run_pass(name, timed, config, cache, save)
         summarize_pass(summary)
         save(summary)
     report["run_to_run"] = compare_passes(report["passes"])
@@ -298,6 +308,17 @@ def summarize_pass(summary: dict[str, Any]) -> None:
     print(f"\nsandbox level of the results ({summary['pass']}):")
     for level, n in levels.most_common():
         print(f"  {n:4d}  {level}")
+    again = [r for r in summary["rows"] if r.get("run_alone_after")]
+    paused = [r["paused_s"] for r in summary["rows"] if r.get("paused_s")]
+    print(
+        f"run again with the GPU alone (out of memory or time beside others): {len(again)}"
+        + "".join(f"\n  {r['candidate']}: {r['run_alone_after']}" for r in again)
+    )
+    if paused:
+        print(
+            f"seconds candidates' processes stood still for a neighbour's timing: median "
+            f"{statistics.median(paused):.1f}, max {max(paused):.1f}, total {sum(paused):.0f}"
+        )
     summary["stages"] = print_stages(summary)
     summary["agreement"] = print_agreement(summary)
 
@@ -505,6 +526,16 @@ def main(argv: list[str] | None = None) -> int:
         choices=PASSES,
         default=["cold", "warm"],
         help="passes in order over one build cache: cold (fresh), warm, warm2",
+    )
+    parser.add_argument(
+        "--warm-timed-only",
+        action="store_true",
+        help="warm passes evaluate only the candidates the cold pass found correct (the ones the run-to-run spread is about)",
+    )
+    parser.add_argument(
+        "--keep-references",
+        action="store_true",
+        help="warm passes reuse the reference figures of the cold one (default: each pass times them again, so the run-to-run spread includes the reference's)",
     )
     parser.add_argument(
         "--twice",

@@ -15,7 +15,7 @@
 # the real-candidate steps (skipped where they are missing). STEPS (environment) picks
 # steps by name, e.g. STEPS="gpu-tests-evaluator optimize"; default: all of
 # gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b
-# real-cuda-1 real-cuda-2 real-cuda-3 real-cuda-4 real-cuda-merge kernelbench-harness cuda-l1
+# real-cuda kernelbench-harness cuda-l1
 # baselines offline-cuda-policy optimize gpu-preset. Every step fits a 600 s limit on an H100 box (16 cores).
 set -uo pipefail
 out="${1:?usage: benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]}"
@@ -24,7 +24,7 @@ mkdir -p "$out" && out="$(cd "$out" && pwd)"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
-steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b real-cuda-1 real-cuda-2 real-cuda-3 real-cuda-4 real-cuda-merge kernelbench-harness cuda-l1 baselines offline-cuda-policy optimize gpu-preset}"
+steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b real-cuda kernelbench-harness cuda-l1 baselines offline-cuda-policy optimize gpu-preset}"
 kb="${KB:-.kb}"
 wanted() { [[ " $steps " == *" $1 "* ]]; }
 
@@ -60,15 +60,10 @@ if [ -n "$kb_src" ]; then
 fi
 if [ -d "$kb/runs" ]; then
   # 64 real LLM-written candidates (a stratified sample of KernelBench levels 1-2 with A100
-  # labels), in four parts of 16 so each fits the step limit; each part is timed cold, warm
-  # and warm again (--twice: run-to-run spread). real-cuda-merge prints the whole sample.
-  for part in 1 2 3 4; do
-    step "real-cuda-$part" 590 python3 benchmarks/bench_real_cuda.py -n 16 --skip $(((part - 1) * 16)) \
-      --twice --work "$out/.work/real-cuda-$part" --json "$out/real-cuda-$part.json"
-  done
-  parts=$(for part in 1 2 3 4; do [ -f "$out/real-cuda-$part.json" ] && echo "$out/real-cuda-$part.json"; done)
-  [ -n "$parts" ] && step real-cuda-merge 120 python3 benchmarks/bench_real_cuda.py --merge $parts \
-    --json "$out/real-cuda.json"
+  # labels) in one go, timed cold and warm (each pass times the references again, so the
+  # run-to-run spread includes theirs).
+  step real-cuda 590 python3 benchmarks/bench_real_cuda.py -n 64 --passes cold warm \
+    --work "$out/.work/real-cuda" --json "$out/real-cuda.json"
   # KernelBench's own harness on the first 8 candidates of the same sample, on this GPU.
   step kernelbench-harness 590 python3 benchmarks/bench_real_cuda.py --mode kernelbench --kb-n 8 \
     --work "$out/.work/kb-harness" --json "$out/kernelbench-harness.json"

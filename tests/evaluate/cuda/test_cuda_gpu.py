@@ -160,3 +160,19 @@ def test_profile_lists_the_candidates_kernels_and_the_references(builtin_tasks, 
     names = [row["function"] for row in profile["functions"]]
     assert any("layernorm" in n.lower() or "layer_norm" in n.lower() for n in names), names
     assert abs(sum(r["share_pct"] for r in profile["functions"]) - 100.0) < 1.0
+
+
+def test_sharing_the_gpu_changes_no_verdict_and_no_speedup(builtin_tasks, cache_dir, results):
+    """The same candidates one at a time (gpu_concurrency 1) and side by side (the default,
+    4 on a 16-core host): the same verdicts, and speedups within the timing's own spread,
+    because every timing has the GPU alone."""
+    from cuda_candidates import candidate_source
+
+    items = [(builtin_tasks[f], candidate_source(f, v)) for f, v, _ in CASES]
+    config = CudaEvalConfig(timing_trials=30, timing_seconds=0, gpu_concurrency=1)
+    with CudaEvaluator(config, cache_dir) as ev:
+        alone = ev.evaluate_items(items)
+    assert [r.status for r in alone] == [r.status for r in results]
+    for shared, single in zip(results, alone, strict=True):
+        if shared.status is Status.OK:
+            assert shared.speedup == pytest.approx(single.speedup, rel=0.15), shared.figures

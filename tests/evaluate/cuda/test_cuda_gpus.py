@@ -66,11 +66,17 @@ class FakeWorker:
         FakeWorker.started.append(self)
 
     def run(self, job: dict) -> dict:
+        stats = {"median": 1.0, "iqr": 0.01, "n": 20}
         if job["entry"].endswith(":run_reference"):
-            return {"status": "ok", "reference": {"answered_by": self.gpu}}
+            return {"status": "ok", "reference": {"eager": stats, "answered_by": self.gpu}}
         self.jobs += 1
         time.sleep(0.05)  # long enough that every worker gets jobs
-        return {"status": "ok", "reason": "", "figures": {"answered_by": self.gpu}}
+        return {
+            "status": "ok",
+            "reason": "",
+            "figures": {"answered_by": self.gpu},
+            "timing": {"candidate": stats, "eager_this_process": stats},
+        }
 
     def stop(self) -> None:
         pass

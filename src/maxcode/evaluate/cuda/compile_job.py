@@ -39,6 +39,7 @@ def main() -> None:
         )
     builds: list[BuildOutcome] = []
     import_error = None
+    memory_mb = gpu_memory_estimate_mb(Path(job["reference_path"]))  # before candidate code runs
     try:
         with cached_load_inline(cache, job["timeout_s"], builds.append):
             candidate = load_module(Path(job["candidate_path"]), "maxcode_candidate")
@@ -47,7 +48,12 @@ def main() -> None:
         pass  # recorded in builds
     except BaseException as err:
         import_error = f"{type(err).__name__}: {str(err).strip()[:300]}"
-    out.write(json.dumps({"builds": [b.to_dict() for b in builds], "import_error": import_error}))
+    reply = {
+        "builds": [b.to_dict() for b in builds],
+        "import_error": import_error,
+        "gpu_memory_mb": memory_mb,
+    }
+    out.write(json.dumps(reply))
     out.flush()
     os._exit(0)  # skip interpreter teardown of whatever the candidate created
 
@@ -82,6 +88,50 @@ def construct_on_cpu(candidate: ModuleType, reference_path: Path) -> None:
         raise
     except Exception:  # the GPU worker reports constructor errors with full context
         return
+
+
+# What an evaluation process holds besides the task's tensors: a CUDA context, torch's and
+# cuBLAS's kernels and workspaces, the L2 flush buffer.
+PROCESS_OVERHEAD_MB = 1500.0
+
+
+def gpu_memory_estimate_mb(reference_path: Path) -> float | None:
+    """GPU memory a candidate's evaluation of this task is expected to need, from shapes alone.
+
+    The reference is built and run on torch's ``meta`` device (no data, no GPU): an
+    evaluation holds the reference's and the candidate's weights, three input sets (a
+    correctness trial's, the timing set and its swap partner) and a few outputs (the
+    reference's, the candidate's, a timed round's check), plus the process's own overhead.
+    On the H100 the peaks of real level-1 candidates were 3.8x their input for an
+    elementwise problem (input and output of one size) and 2.9x for a reduction, so this
+    overestimates the outputs' share; it is what the 64-candidate run measured with
+    (fewer multi-GB jobs side by side, which contend for the CPUs that make their inputs).
+    None when the reference does not run on ``meta`` (the evaluator then assumes an even
+    share of the GPU, and a job that runs out beside others is run again alone).
+    """
+    import torch
+
+    try:
+        reference = load_module(reference_path, "maxcode_reference_shapes")
+        with torch.device("meta"):
+            model = reference.Model(*reference.get_init_inputs())
+            inputs = reference.get_inputs()
+            outputs = model(*inputs)
+    except Exception:
+        return None
+    weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+    needed = 2 * weights + 3 * _tensor_bytes(inputs) + 4 * _tensor_bytes(outputs)
+    return round(needed / 2**20 + PROCESS_OVERHEAD_MB, 1)
+
+
+def _tensor_bytes(value: object) -> int:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, list | tuple):
+        return sum(_tensor_bytes(v) for v in value)
+    return 0
 
 
 if __name__ == "__main__":

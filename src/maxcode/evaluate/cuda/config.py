@@ -116,6 +116,13 @@ class CudaEvalConfig:
             "min": 0,
         },
     )
+    gpu_concurrency: int = field(
+        default=0,
+        metadata={
+            "help": "candidates' processes sharing one GPU for loading and checking (timings always have the GPU alone: the others are stopped meanwhile); a job that runs out of memory or time beside others is run again alone; 0 = one per 4 CPU cores, at most 4; 1 = one at a time",
+            "min": 0,
+        },
+    )
     cuda_arch: str = field(
         default="",
         metadata={
@@ -221,11 +228,12 @@ class CudaEvalConfig:
         if (
             self.warmup < 0
             or self.compile_workers < 0
+            or self.gpu_concurrency < 0
             or self.timing_seconds < 0
             or self.hold_us < 0
         ):
             raise ValueError(
-                "CudaEvalConfig.warmup, compile_workers, timing_seconds and hold_us must be >= 0"
+                "CudaEvalConfig.warmup, compile_workers, gpu_concurrency, timing_seconds and hold_us must be >= 0"
             )
         if self.hold_max_us < self.hold_us:
             raise ValueError(

@@ -4,7 +4,10 @@ Pipeline of ``evaluate_items``: static checks in this process (cheap, first); a 
 pool drives one compile subprocess per candidate on the CPUs (content-addressed build
 cache: identical candidates never compile twice); as each build finishes its candidate
 is queued to a GPU worker (one per GPU, a zygote forking a fresh process per
-candidate), so compilation overlaps GPU evaluation.
+candidate), so compilation overlaps GPU evaluation. Several candidates share a GPU
+(``gpu_concurrency`` slots, let in by their expected memory) for loading and checking,
+while every timing has the GPU alone; the task's reference is timed, once, when its first
+candidate is correct, and the speedups are computed here.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import os
-import queue
 import resource
 import select
 import shutil
@@ -31,8 +33,21 @@ from maxcode.errors import SandboxUnavailable
 from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec, detect_toolchain
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
-from maxcode.evaluate.cuda.figures import detect_cuda_arch, host_gpu_facts
-from maxcode.evaluate.cuda.gpus import compile_pool_size, visible_gpus, with_multicast_off
+from maxcode.evaluate.cuda.figures import (
+    detect_cuda_arch,
+    host_gpu_facts,
+    reference_fits,
+    speedup_figures,
+)
+from maxcode.evaluate.cuda.gpus import (
+    Admission,
+    GpuMemoryLedger,
+    GpuQueue,
+    compile_pool_size,
+    gpu_slots,
+    visible_gpus,
+    with_multicast_off,
+)
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
 from maxcode.evaluate.sandbox import Confinement, confinement, uid_slot
@@ -41,7 +56,8 @@ from maxcode.records import atomic_write_json
 from maxcode.tasks.model import Task
 
 # 2: references' torch.compile works in the sandbox (figures cached by version 1 lack it).
-EVALUATOR_VERSION = "2"
+# 3: the reference is timed when a candidate of the task is first correct; the GPU is shared.
+EVALUATOR_VERSION = "3"
 # Imported by every candidate's process for torch.compile and the profiler; preloaded in the
 # zygote when a forked probe shows the GPU still works after importing them.
 FORK_SAFE_IF_PROBED = (
@@ -74,6 +90,7 @@ class _Job:
     warnings: list[str] = field(default_factory=list)
     result: EvalResult | None = None
     prebuilt: dict[str, str] = field(default_factory=dict)  # spec digest -> build key
+    gpu_memory_mb: float | None = None  # what its process is expected to need (compile job)
 
 
 class CudaEvaluator:
@@ -96,8 +113,12 @@ class CudaEvaluator:
         self._arch: str | None = None
         self._jail: Confinement | None = None
         self._references: dict[str, dict[str, Any]] = {}
-        self._reference_lock = threading.Lock()
+        self._reference_locks: dict[str, threading.Lock] = {}
+        self._reference_lock = threading.Lock()  # guards the two dicts above
         self._gpu_facts: dict[str | None, dict[str, Any]] = {}
+        self._ledgers: dict[str | None, GpuMemoryLedger] = {}
+        self._gpu_cond = threading.Condition()  # every GPU's ledger and the job queue
+        self._observed_mb: dict[str, float] = {}  # peak GPU memory seen per task source
 
     @property
     def jail(self) -> Confinement:
@@ -151,13 +172,14 @@ class CudaEvaluator:
         pending = [j for j in jobs if j.result is None]
         if pending:
             self._ensure_workers()
-            gpu_queue: queue.Queue[_Job | None] = queue.Queue()
+            gpu_queue = GpuQueue(self._gpu_cond)
             errors: list[BaseException] = []
             threads = [
                 threading.Thread(
                     target=self._gpu_loop, args=(w, gpu_queue, errors, done), daemon=True
                 )
                 for w in self._workers
+                for _ in range(self._ledger(w).slots)
             ]
             for t in threads:
                 t.start()
@@ -168,12 +190,11 @@ class CudaEvaluator:
                     for fut in as_completed(futures):
                         job = futures[fut]
                         if fut.result():
-                            gpu_queue.put(job)
+                            gpu_queue.put(job, self._need_mb(job))
                         else:
                             done(job.index, job.result)
             finally:
-                for _ in threads:
-                    gpu_queue.put(None)
+                gpu_queue.close()
                 for t in threads:
                     t.join()
             if errors:
@@ -265,10 +286,15 @@ class CudaEvaluator:
                 and reply.get("import_error") is None
             )
             if deterministic:
-                kept = {"builds": reply["builds"], "prebuilt": reply.get("prebuilt", {})}
+                kept = {
+                    "builds": reply["builds"],
+                    "prebuilt": reply.get("prebuilt", {}),
+                    "gpu_memory_mb": reply.get("gpu_memory_mb"),
+                }
                 atomic_write_json(index, {**kept, "import_error": None})
             job.figures["build_cached"] = False
         job.prebuilt = reply.get("prebuilt", {})
+        job.gpu_memory_mb = reply.get("gpu_memory_mb")
         reply = scrub_tree(reply)  # compiler output can quote anything the candidate printed
         builds = reply["builds"]
         job.figures["compile_seconds"] = round(sum(b["seconds"] for b in builds), 3)
@@ -439,7 +465,7 @@ class CudaEvaluator:
     def _gpu_loop(
         self,
         worker: GpuWorker,
-        jobs: queue.Queue[_Job | None],
+        jobs: GpuQueue,
         errors: list[BaseException],
         done: Callable[[int, EvalResult], None],
     ) -> None:
@@ -447,8 +473,6 @@ class CudaEvaluator:
             self._gpu_jobs(worker, jobs, done)
         except BaseException as err:
             errors.append(err)
-            while jobs.get() is not None:  # drain so the producer never blocks
-                pass
 
     def reference_key(self, task: Task, gpu: str | None) -> str:
         """Reference figures are reused per task source, semantics, precision, timing and GPU model."""
@@ -487,11 +511,14 @@ class CudaEvaluator:
         """The task's reference figures, measured once in a process no candidate code enters.
 
         ``{"reference": figures}`` or ``{"reference": None, "reference_error": why}``; figures
-        are kept in memory and under ``<cache>/references/`` for later batches.
+        are kept in memory and under ``<cache>/references/`` for later batches. Tasks are
+        measured side by side; two candidates of one task wait for the same measurement.
         """
         key = self.reference_key(task, worker.gpu)
         path = self.cache_dir / "references" / f"{key}.json"
         with self._reference_lock:
+            lock = self._reference_locks.setdefault(key, threading.Lock())
+        with lock:
             if key not in self._references:
                 if path.is_file():
                     self._references[key] = {"reference": json.loads(path.read_text())}
@@ -499,12 +526,22 @@ class CudaEvaluator:
                     self._references[key] = self._measure_reference(worker, task, path)
             return self._references[key]
 
+    def _known_reference(self, task: Task, gpu: str | None) -> dict[str, Any] | None:
+        """The task's reference figures if they were measured already (never measures)."""
+        key = self.reference_key(task, gpu)
+        known = self._references.get(key, {}).get("reference")
+        path = self.cache_dir / "references" / f"{key}.json"
+        if known is None and path.is_file():
+            known = json.loads(path.read_text())
+        return known
+
     def _measure_reference(self, worker: GpuWorker, task: Task, path: Path) -> dict[str, Any]:
         job_dir = self.cache_dir / "runs" / f"reference-{uuid.uuid4().hex}"
         job_dir.mkdir(parents=True, exist_ok=True)
         (job_dir / "reference.py").write_text(task.reference_source)
         try:
-            reply = worker.run(
+            reply = self._run_admitted(
+                worker,
                 {
                     "entry": "maxcode.evaluate.cuda.worker:run_reference",
                     "gpu_facts": self._facts(worker.gpu),
@@ -512,7 +549,8 @@ class CudaEvaluator:
                     "config": self._job_config(),
                     "timeout_s": self.config.run_timeout_s,
                     "memory_limit_mb": self.config.memory_limit_mb,
-                }
+                },
+                self._observed_mb.get(task.reference_source),
             )
         finally:
             shutil.rmtree(job_dir, ignore_errors=True)
@@ -525,6 +563,42 @@ class CudaEvaluator:
             "reference_error": f"{reply.get('status')}: {reply.get('reason', '')}",
         }
 
+    def _ledger(self, worker: GpuWorker) -> GpuMemoryLedger:
+        """Admission to ``worker``'s GPU: its slots and memory (from nvidia-smi, less a margin
+        for what CUDA and the driver keep)."""
+        if worker.gpu not in self._ledgers:
+            total = _number(self._facts(worker.gpu).get("memory.total"))
+            budget = total * GPU_MEMORY_USABLE if total else None
+            self._ledgers[worker.gpu] = GpuMemoryLedger(
+                budget, gpu_slots(self.config.gpu_concurrency), self._gpu_cond
+            )
+        return self._ledgers[worker.gpu]
+
+    def _run_admitted(
+        self,
+        worker: GpuWorker,
+        payload: dict[str, Any],
+        need_mb: float | None,
+        admission: Admission | None = None,
+    ) -> dict[str, Any]:
+        """Run a job on ``worker``'s GPU once there is room for it (or with the ``admission``
+        it was taken with); run it again with the GPU to itself when it ran out of memory or
+        time beside other jobs, so that sharing the GPU decides no verdict
+        (``figures.run_alone_after`` says why it was run again)."""
+        ledger = self._ledger(worker)
+        with contextlib.ExitStack() as held:
+            if admission is None:
+                admission = held.enter_context(ledger.admit(need_mb))
+            else:
+                held.callback(ledger.leave, admission)
+            reply = worker.run(payload)
+        if admission.shared and _sharing_may_explain(reply):
+            first = f"{reply.get('status')}: {str(reply.get('reason', ''))[:200]}"
+            with ledger.admit(need_mb, alone=True):
+                reply = worker.run(payload)
+            reply.setdefault("figures", {})["run_alone_after"] = first
+        return reply
+
     def _job_config(self) -> dict[str, Any]:
         return {
             k: (list(v) if isinstance(v, tuple) else v) for k, v in self.config.to_dict().items()
@@ -533,13 +607,16 @@ class CudaEvaluator:
     def _gpu_jobs(
         self,
         worker: GpuWorker,
-        jobs: queue.Queue[_Job | None],
+        jobs: GpuQueue,
         done: Callable[[int, EvalResult], None],
     ) -> None:
-        while (job := jobs.get()) is not None:
-            reply = worker.run(
+        while (taken := jobs.take(self._ledger(worker))) is not None:
+            job, admission = taken
+            known = self._known_reference(job.task, worker.gpu)
+            reply = self._run_admitted(
+                worker,
                 {
-                    **self._reference_for(worker, job.task),
+                    **({"reference": known} if known else {}),
                     "entry": "maxcode.evaluate.cuda.worker:run_job",
                     "gpu_facts": self._facts(worker.gpu),
                     "job_dir": str(job.job_dir),
@@ -550,12 +627,75 @@ class CudaEvaluator:
                     "prebuilt": job.prebuilt,
                     "timeout_s": self.config.run_timeout_s,
                     "memory_limit_mb": self.config.memory_limit_mb,
-                }
+                },
+                self._need_mb(job),
+                admission,
             )
-            job.result = self._to_result(job, scrub_tree(reply))
+            reply = scrub_tree(reply)
+            self._observe_memory(job.task, reply)
+            if reply.get("status") in ("ok", "memory_limit"):
+                reply = self._against_reference(reply, self._reference_for(worker, job.task))
+            job.result = self._to_result(job, reply)
             job.result.sandbox = worker.sandbox
             _record_device(job.result, worker)
             done(job.index, job.result)
+
+    def _need_mb(self, job: _Job) -> float | None:
+        """GPU memory a candidate's process is expected to need: the estimate of its compile
+        job (shapes of the task's inputs, outputs and weights), or what an earlier candidate
+        of the task peaked at, whichever is larger; None when neither is known."""
+        seen = self._observed_mb.get(job.task.reference_source)
+        known = [m for m in (job.gpu_memory_mb, seen) if m]
+        return max(known) if known else None
+
+    def _observe_memory(self, task: Task, reply: dict[str, Any]) -> None:
+        peak = (reply.get("figures") or {}).get("peak_gpu_reserved_mb")
+        if peak:
+            need = float(peak) * 1.1 + CUDA_CONTEXT_MB
+            key = task.reference_source
+            self._observed_mb[key] = max(self._observed_mb.get(key, 0.0), need)
+
+    def _against_reference(self, reply: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
+        """A candidate's reply completed with the task's reference figures: the speedups for a
+        correct one, whether the reference alone fits for one that ran out of memory."""
+        figures = reply.setdefault("figures", {})
+        figures.setdefault("warnings", [])
+        reference = ref.get("reference")
+        total_mb = (figures.get("env") or {}).get("memory_mb")
+        if reply["status"] == "memory_limit":
+            if reference is None and not ref["reference_error"].startswith("memory_limit"):
+                why = ref["reference_error"]
+                reply["reason"] += f"; the reference could not be measured ({why})"
+                figures["reference_fits"] = False
+                return reply
+            peak = reference.get("peak_gpu_mb") if reference else float("inf")
+            clause, figures["reference_fits"] = reference_fits(peak, total_mb)
+            reply["reason"] += f"; {clause}"
+            return reply
+        if reference is None:
+            status, _, why = ref["reference_error"].partition(": ")
+            figures.update(harness_error=True, reference_fits=status != "memory_limit")
+            return {
+                **reply,
+                "status": status if status in ("memory_limit", "timeout") else "runtime_error",
+                "reason": f"the task's reference failed in its own process, so no candidate can be judged: {why}",
+                "timing": None,
+            }
+        timing, speedups, warnings = speedup_figures(
+            reply["timing"], reference, self.config.reference_drift_max
+        )
+        figures.update(speedups, reference_source="reference process")
+        figures["warnings"] += warnings
+        reply["timing"] = timing
+        speedup = speedups["speedup_vs_eager"]
+        severity = self.config.severity("excessive_speedup")
+        if speedup > self.config.excessive_speedup and severity != "off":
+            message = f"speedup {speedup:.1f}x over eager exceeds {self.config.excessive_speedup:g}x; review before trusting it"
+            if severity == "error":
+                figures["failed_check"] = "excessive_speedup"
+                return {**reply, "status": "rejected", "reason": f"excessive_speedup: {message}"}
+            figures["warnings"].append(f"excessive_speedup: {message}")
+        return reply
 
     # -- results --------------------------------------------------------------------------
     def _result(
@@ -607,6 +747,25 @@ class CudaEvaluator:
             profile=reply.get("profile") if status is Status.OK else None,
             evaluator=self.name,
         )
+
+
+GPU_MEMORY_USABLE = 0.92  # of the GPU's memory, for jobs' own use (the rest: contexts, driver)
+CUDA_CONTEXT_MB = 600.0  # what a process's CUDA context and torch's kernels take besides
+
+
+def _sharing_may_explain(reply: dict[str, Any]) -> bool:
+    """Verdicts a neighbour on the GPU could have caused: out of memory, out of time."""
+    status, reason = reply.get("status"), str(reply.get("reason", "")).lower()
+    return status in ("memory_limit", "timeout") or (
+        status == "runtime_error" and "out of memory" in reason
+    )
+
+
+def _number(text: Any) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def _record_device(result: EvalResult, worker: GpuWorker) -> None:

@@ -31,6 +31,7 @@ _SMI_FIELDS = (
     "clocks.max.mem",
     "compute_cap",
     "pci.bus_id",
+    "memory.total",
 )
 
 
@@ -127,6 +128,61 @@ def roofline(
         "achieved_tflops": round(flops / seconds / 1e12, 3) if seconds > 0 else None,
         "peak_tflops": env.get("peak_fp32_tflops"),
     }
+
+
+def speedup_figures(
+    timing: dict[str, Any], reference: dict[str, Any], drift_max: float
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """A correct candidate's speedups, from its own timing and the task's reference figures.
+
+    ``timing`` is what the candidate's process measured (``candidate``, and
+    ``eager_this_process``: the eager reference timed there after the candidate);
+    ``reference`` the figures of the reference process, which never imported candidate code.
+    Returns the merged timing, the figures and the warnings (a drift between the two
+    processes' eager figures above ``drift_max``).
+    """
+    cand = timing["candidate"]["median"]
+    here = timing["eager_this_process"]["median"]
+    eager = reference["eager"]["median"]
+    merged = {
+        "candidate": timing["candidate"],
+        **{k: reference[k] for k in ("eager", "compiled") if k in reference},
+        "eager_this_process": timing["eager_this_process"],
+    }
+    figures: dict[str, Any] = {
+        "speedup_vs_eager": round(eager / cand, 4) if cand > 0 else float("inf"),
+        "speedup_vs_eager_this_process": round(here / cand, 4) if cand > 0 else None,
+    }
+    drift = here / eager - 1.0 if eager > 0 else 0.0
+    figures["reference_drift"] = round(drift, 4)
+    warnings = []
+    if abs(drift) > drift_max:
+        warnings.append(
+            f"reference_drift: the eager reference took {here:.4g} ms in the candidate's process and {eager:.4g} ms in the reference process ({100 * drift:+.1f}%, more than {100 * drift_max:.0f}%); the speedup divides by the reference process's figure"
+        )
+    if "compiled" in reference:
+        compiled = reference["compiled"]["median"]
+        figures["speedup_vs_compiled"] = round(compiled / cand, 4) if cand > 0 else None
+    elif "compiled_reference_error" in reference:
+        figures["compiled_reference_error"] = reference["compiled_reference_error"]
+    return merged, figures, warnings
+
+
+def reference_fits(reference_peak_mb: float | None, total_mb: float | None) -> tuple[str, bool]:
+    """Whether the reference alone fits on the GPU, said for an out-of-memory verdict."""
+    if reference_peak_mb is None:
+        return "the reference alone was not measured", False
+    if total_mb and reference_peak_mb > total_mb:
+        return (
+            f"the reference alone needs {reference_peak_mb / 1024:.1f} GiB and does not fit either",
+            False,
+        )
+    of = f" of {total_mb / 1024:.1f} GiB" if total_mb else ""
+    return (
+        f"the reference alone peaks at {reference_peak_mb / 1024:.1f} GiB{of} and fits, so the "
+        "candidate's own memory use ran it out",
+        True,
+    )
 
 
 def _nvml_bus_width(gpu: int | str) -> int | None:

@@ -9,6 +9,7 @@ ends the run with a status and a one-line reason.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import json
 import random
@@ -34,7 +35,7 @@ from maxcode.evaluate.cuda.loader import (
     with_constant,
 )
 from maxcode.evaluate.cuda.semantics import SEMANTICS
-from maxcode.evaluate.cuda.supervisor import child_watchdog
+from maxcode.evaluate.cuda.supervisor import child_gate, child_watchdog
 from maxcode.evaluate.cuda.tampering import TorchSnapshot
 
 # Bound before any candidate code runs: the harness keeps using these even if a candidate patches them.
@@ -158,7 +159,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             f"extension '{err.outcome.name}' failed to build: {err.outcome.first_error}",
         )
     except torch.cuda.OutOfMemoryError as err:
-        status, reason = "memory_limit", run.out_of_memory(run.current_stage, err)
+        status, reason = (
+            "memory_limit",
+            f"out of GPU memory during {run.current_stage}: {_describe(err)}",
+        )
     except Exception as err:  # e.g. a sticky CUDA error the candidate caused, surfacing later
         status, reason = "runtime_error", f"evaluation failed: {_describe(err)}"
         run.figures["traceback"] = traceback.format_exc()[-3000:]
@@ -185,10 +189,12 @@ def run_reference(job: dict[str, Any]) -> dict[str, Any]:
     run = _Run(job)
     try:
         run.setup()
-        run.load_reference()
-        run.construct_reference()
+        with run.gate.shared():
+            run.load_reference()
+            run.construct_reference()
+            inputs = run.inputs("timing")
         with torch.no_grad():
-            reference = run.time_reference(run.inputs("timing"))
+            reference = run.time_reference(inputs)
         run.record_gpu_memory()
         reference["peak_gpu_mb"] = run.figures["peak_gpu_mb"]
         return {"status": "ok", "reason": "", "reference": reference, "figures": run.figures}
@@ -244,11 +250,17 @@ class _Run:
         }
         self.builds: list[BuildOutcome] = []
         self.job_dir = Path(job["job_dir"])
-        self.reference: dict[str, Any] | None = job.get("reference")
         self.current_stage = "setup"
         self.candidate_calls = 0
-        self.ref_call_s: float | None = None
+        # the reference's call time sets the watchdog: from its figures when the task's were
+        # measured already, else from the reference calls this process makes before each
+        # candidate call (the bait and every correctness trial)
+        known = job.get("reference") or {}
+        self.ref_call_s: float | None = (
+            known["eager"]["median"] / 1000.0 if "eager" in known else None
+        )
         self.watchdog = child_watchdog()
+        self.gate = child_gate()
 
     # -- plumbing -------------------------------------------------------------------------
     def finding(self, check_id: str, message: str) -> None:
@@ -274,23 +286,6 @@ class _Run:
                 torch.cuda.max_memory_reserved() / 2**20, 1
             )
 
-    def out_of_memory(self, stage: str, err: BaseException) -> str:
-        """The OOM verdict: where, and whether the reference alone fits on this GPU."""
-        total_mb = self.env.get("memory_mb") if hasattr(self, "env") else None
-        ref_mb = (self.reference or {}).get("peak_gpu_mb")
-        if ref_mb is None:
-            fits = "the reference alone was not measured"
-        elif total_mb and ref_mb > total_mb:
-            fits = f"the reference alone needs {ref_mb / 1024:.1f} GiB and does not fit either"
-        else:
-            fits = (
-                f"the reference alone peaks at {ref_mb / 1024:.1f} GiB"
-                + (f" of {total_mb / 1024:.1f} GiB" if total_mb else "")
-                + " and fits, so the candidate's own memory use ran it out"
-            )
-        self.figures["reference_fits"] = ref_mb is not None and not (total_mb and ref_mb > total_mb)
-        return f"out of GPU memory during {stage}: {_describe(err)}; {fits}"
-
     # -- stages ---------------------------------------------------------------------------
     def setup(self) -> None:
         torch.cuda.set_device(0)
@@ -299,46 +294,36 @@ class _Run:
         self.device = torch.device("cuda", 0)
 
     def execute(self) -> None:
+        """Every stage in order; GPU work shares the GPU with other candidates' processes
+        except the timing, which has it alone (the gate, see supervisor.Gate). The speedups
+        are the evaluator's: it divides by the task's reference figures, measured in a process
+        no candidate enters, once a candidate of the task is correct."""
         t0 = time.monotonic()
-        self.setup()
-        if self.job.get("reference_error"):
-            status, _, why = self.job["reference_error"].partition(": ")
-            raise Failed(
-                status if status in ("memory_limit", "timeout") else "runtime_error",
-                f"the task's reference failed in its own process, so no candidate can be judged: {why}",
-                harness_error=True,
-                reference_fits=status != "memory_limit",
-            )
         self.load_reference()
-        self.construct_reference()
-        if self.reference is None:  # no reference process: time it before the candidate exists
-            with torch.no_grad():
-                self.current_stage = "reference_timing"
-                self.reference = self.time_reference(self.inputs("timing"))
-            self.reference["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
-            self.figures["reference_source"] = "this process, before the candidate's import"
-        else:
-            self.figures["reference_source"] = "reference process"
-        self.ref_call_s = self.reference["eager"]["median"] / 1000.0
-        self.load_candidate()
+        self.setup()
+        with self.gate.shared():
+            self.construct_reference()
+            self.load_candidate()
         self.stage("load", t0)
         stages = [
-            ("construct", self.construct_candidate),
-            ("result_reuse", self.check_result_reuse),
-            ("correctness", self.correctness),
+            ("construct", self.construct_candidate, self.gate.shared),
+            ("result_reuse", self.check_result_reuse, self.gate.shared),
+            ("correctness", self.correctness, None),  # its inputs are made outside the gate
             # The profiled forward first: a side stream is caught as such, not later as the
             # wrong answer its race gives in the shape trial (seen on the H100 under load).
-            ("forward_trace", self.trace_forward),
-            ("shapes", self.check_shapes_generalize),
-            ("timing", self.time_all),
+            ("forward_trace", self.trace_forward, self.gate.shared),
+            ("shapes", self.check_shapes_generalize, self.gate.shared),
+            ("timing", self.time_all, self.gate.exclusive),
+            ("roofline", self.roofline, self.gate.shared),
         ]
         if self.cfg.profile:
-            stages.append(("profile", self.profile_kernels))
+            stages.append(("profile", self.profile_kernels, self.gate.exclusive))
         with torch.no_grad():
-            for name, run in stages:
+            for name, run, gate in stages:
                 t0 = time.monotonic()
                 self.current_stage = name
-                run()
+                with gate() if gate else contextlib.nullcontext():
+                    run()
                 self.stage(name, t0)
 
     def load_reference(self) -> None:
@@ -425,13 +410,24 @@ class _Run:
         with self.device:  # the CPU generator is slow for 10^7-element inputs
             return [self.cast(v) for v in (module or self.ref).get_inputs()]
 
-    def trial_inputs(self, trial_seed: int) -> list[Any]:
-        """Correctness inputs as KernelBench makes them: set_seed(trial), get_inputs() on the CPU."""
-        set_seed(trial_seed)
+    def trial_inputs_on_cpu(self, trial_seed: int) -> list[Any] | None:
+        """Correctness inputs as KernelBench makes them: set_seed(trial), get_inputs() on the
+        CPU (outside the gate: seconds of serial generation for multi-GB inputs, while other
+        candidates use the GPU); None when they are made on the GPU instead."""
         if self.cfg.fast_inputs or not self.semantics.inputs_on_cpu:
-            with self.device:
-                return [self.cast(v) for v in self.ref.get_inputs()]
-        return [self.cast(v) for v in self.ref.get_inputs()]
+            return None
+        set_seed(trial_seed)
+        return list(self.ref.get_inputs())
+
+    def trial_inputs(self, trial_seed: int, on_cpu: list[Any] | None) -> list[Any]:
+        """The trial's inputs on the GPU: copied from the CPU, or made there (``fast_inputs``)."""
+        if on_cpu is not None:
+            on_gpu = [self.cast(v) for v in on_cpu]
+            on_cpu.clear()  # multi-GB host copies go as soon as they are on the GPU
+            return on_gpu
+        set_seed(trial_seed)
+        with self.device:
+            return [self.cast(v) for v in self.ref.get_inputs()]
 
     def construct_candidate(self) -> None:
         try:
@@ -508,9 +504,12 @@ class _Run:
             return
         fresh = self.inputs("bait-fresh")
         bait_in = self.inputs("bait")
+        _synchronize()
+        t0 = _perf_counter()
         bait_out = _flatten(self.model(*bait_in))
         bait = [_fingerprint(t) for t in bait_out]
         _synchronize()
+        self.ref_call_s = max(self.ref_call_s or 0.0, _perf_counter() - t0)
         torch.cuda.empty_cache()  # the reference's freed temporaries go; the bait stays cached
         del bait_out
         out = [_fingerprint(o) for o in _flatten(self.call_candidate(fresh))]
@@ -536,45 +535,51 @@ class _Run:
         seeds = kernelbench_trial_seeds(self.cfg.seed, self.cfg.correctness_trials)
         self.figures["trial_seeds"] = seeds
         for i, trial_seed in enumerate(seeds):
-            inputs = self.trial_inputs(trial_seed)
-            set_seed(trial_seed)  # KernelBench seeds again before moving each model
-            set_seed(trial_seed)
-            t0 = _perf_counter()
-            ref_out = _flatten(self.model(*inputs))
-            _synchronize()
-            self.ref_call_s = max(self.ref_call_s or 0.0, _perf_counter() - t0)
-            saved = [_input_snapshot(v) for v in inputs]
-            record = forbid and i == 0 and self.enabled("torch_compute_in_forward")
-            out = self.call_candidate(inputs, record_ops=record)
-            if record:
-                compute = sorted(self.ops - VIEW_AND_ALLOC_OPS)
-                if compute:
-                    self.finding(
-                        "torch_compute_in_forward",
-                        f"forward ran torch ops {compute[:8]}; this task requires custom kernels",
-                    )
-            if self.enabled("inplace_input_mutation"):
-                for j, (a, b) in enumerate(zip(inputs, saved, strict=True)):
-                    if isinstance(a, torch.Tensor) and not _snapshot_matches(a, b):
-                        self.finding("inplace_input_mutation", f"input {j} was modified in place")
-            outs = _flatten(out)
-            if self.enabled("output_aliases_input"):
-                for o in outs:
-                    for j, v in enumerate(inputs):
-                        if (
-                            isinstance(v, torch.Tensor)
-                            and isinstance(o, torch.Tensor)
-                            and _overlaps(o, v)
-                        ):
-                            self.finding(
-                                "output_aliases_input", f"output shares memory with input {j}"
-                            )
-            verdict = self.compare(ref_out, outs, i)
-            del ref_out, outs, out, inputs, saved
-            self.tests.append(verdict)
-            if verdict["status"] != "ok":
-                raise Failed("wrong_answer", f"trial {i}: {verdict['reason']}")
-        self.sample_inputs = self.inputs("timing")
+            on_cpu = self.trial_inputs_on_cpu(trial_seed)
+            with self.gate.shared():
+                self.trial(i, trial_seed, on_cpu, forbid)
+            del on_cpu
+        with self.gate.shared():
+            self.sample_inputs = self.inputs("timing")
+
+    def trial(self, i: int, trial_seed: int, on_cpu: list[Any] | None, forbid: bool) -> None:
+        """One correctness trial: the reference first, then the candidate, on the same inputs."""
+        inputs = self.trial_inputs(trial_seed, on_cpu)
+        set_seed(trial_seed)  # KernelBench seeds again before moving each model
+        set_seed(trial_seed)
+        t0 = _perf_counter()
+        ref_out = _flatten(self.model(*inputs))
+        _synchronize()
+        self.ref_call_s = max(self.ref_call_s or 0.0, _perf_counter() - t0)
+        saved = [_input_snapshot(v) for v in inputs]
+        record = forbid and i == 0 and self.enabled("torch_compute_in_forward")
+        out = self.call_candidate(inputs, record_ops=record)
+        if record:
+            compute = sorted(self.ops - VIEW_AND_ALLOC_OPS)
+            if compute:
+                self.finding(
+                    "torch_compute_in_forward",
+                    f"forward ran torch ops {compute[:8]}; this task requires custom kernels",
+                )
+        if self.enabled("inplace_input_mutation"):
+            for j, (a, b) in enumerate(zip(inputs, saved, strict=True)):
+                if isinstance(a, torch.Tensor) and not _snapshot_matches(a, b):
+                    self.finding("inplace_input_mutation", f"input {j} was modified in place")
+        outs = _flatten(out)
+        if self.enabled("output_aliases_input"):
+            for o in outs:
+                for j, v in enumerate(inputs):
+                    if (
+                        isinstance(v, torch.Tensor)
+                        and isinstance(o, torch.Tensor)
+                        and _overlaps(o, v)
+                    ):
+                        self.finding("output_aliases_input", f"output shares memory with input {j}")
+        verdict = self.compare(ref_out, outs, i)
+        del ref_out, outs, out, inputs, saved
+        self.tests.append(verdict)
+        if verdict["status"] != "ok":
+            raise Failed("wrong_answer", f"trial {i}: {verdict['reason']}")
 
     def compare(self, ref: list[Any], new: list[Any], index: int) -> dict[str, Any]:
         """torch.allclose at the semantics' tolerance for the precision, on the GPU, in chunks."""
@@ -732,6 +737,8 @@ class _Run:
         variants: dict[str, Any] = {"eager": self.model}
         figures: dict[str, Any] = {}
         if self.cfg.time_compiled_reference:
+            # outside the gate: seconds of CPU (inductor, Triton) and one forward; a timing
+            # neighbour stops this process meanwhile like any other
             t0 = time.monotonic()
             try:
                 compiled = torch.compile(self.model)
@@ -742,7 +749,8 @@ class _Run:
                 figures["compiled_reference_error"] = _describe_compile_failure(err)
             self.stage("torch_compile", t0)
         t0 = time.monotonic()
-        times = self.timed(variants, inputs)
+        with self.gate.exclusive():
+            times = self.timed(variants, inputs)
         self.stage("reference_timing", t0)
         summary = self.summarize(times)
         return {
@@ -784,9 +792,9 @@ class _Run:
         return summary
 
     def time_all(self) -> None:
-        """The candidate alone, adaptively; its timed outputs sampled; a short eager drift check."""
+        """The candidate alone, adaptively; its timed outputs sampled; a short eager drift
+        check. The speedups come later, from the evaluator (``figures.speedup_figures``)."""
         self.ref.Model.forward = self.original_ref_forward
-        assert self.reference is not None
         inputs = self.sample_inputs
         hooks = _TimedRounds(self, inputs, self.inputs("timing-alt"))
         times = self.timed({"candidate": self.model_new}, inputs, hooks)
@@ -809,39 +817,19 @@ class _Run:
         )
         self.stage("drift_check", t0)
         here = self.summarize(drift)["eager"]
-        reference = {k: self.reference[k] for k in ("eager", "compiled") if k in self.reference}
-        self.timing = {"candidate": summary["candidate"], **reference, "eager_this_process": here}
-        cand, eager = summary["candidate"]["median"], reference["eager"]["median"]
-        speedup = eager / cand if cand > 0 else float("inf")
-        self.figures["speedup_vs_eager"] = round(speedup, 4)
-        self.figures["speedup_vs_eager_this_process"] = (
-            round(here["median"] / cand, 4) if cand > 0 else None
-        )
-        drift_rel = here["median"] / eager - 1.0 if eager > 0 else 0.0
-        self.figures["reference_drift"] = round(drift_rel, 4)
-        if abs(drift_rel) > self.cfg.reference_drift_max:
-            self.figures["warnings"].append(
-                f"reference_drift: the eager reference took {here['median']:.4g} ms here and {eager:.4g} ms in the reference process ({100 * drift_rel:+.1f}%, more than {100 * self.cfg.reference_drift_max:.0f}%); the speedup divides by the reference process's figure"
-            )
-        if "compiled" in reference:
-            self.figures["speedup_vs_compiled"] = (
-                round(reference["compiled"]["median"] / cand, 4) if cand > 0 else None
-            )
-        elif "compiled_reference_error" in self.reference:
-            self.figures["compiled_reference_error"] = self.reference["compiled_reference_error"]
+        self.timing = {"candidate": summary["candidate"], "eager_this_process": here}
+
+    def roofline(self) -> None:
+        """Achieved bandwidth and FLOP rate of the timed candidate against the device's peaks."""
+        inputs = self.sample_inputs
         self.figures.update(
             roofline(
                 _bytes_moved(self.model, inputs, self.model(*inputs)),
                 _flops(self.model, inputs),
-                cand,
+                self.timing["candidate"]["median"],
                 self.env,
             )
         )
-        if speedup > self.cfg.excessive_speedup and self.enabled("excessive_speedup"):
-            self.finding(
-                "excessive_speedup",
-                f"speedup {speedup:.1f}x over eager exceeds {self.cfg.excessive_speedup:g}x; review before trusting it",
-            )
 
     # -- profile (Effi-Learner) -----------------------------------------------------------
     def profile_kernels(self) -> None:
