@@ -179,6 +179,20 @@ def test_out_of_memory_alone_says_whether_the_reference_fits(
     assert result.figures["reference_fits"] is True
 
 
+def test_out_of_memory_where_the_reference_alone_does_not_fit_says_so(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "memory_limit", "reason": "the reference alone ran out of GPU memory"}
+        return {"status": "memory_limit", "reason": "out of GPU memory during correctness: ..."}
+
+    (result,) = evaluate(tmp_path, monkeypatch, SharedGpu(reply), [(saxpy_task, source)])
+    assert result.status is Status.MEMORY_LIMIT
+    assert result.reason.endswith("; the reference alone does not fit either")
+    assert result.figures["reference_fits"] is False
+
+
 def test_a_reference_that_fails_fails_its_correct_candidates(
     tmp_path, monkeypatch, saxpy_task, source
 ):

@@ -663,13 +663,18 @@ class CudaEvaluator:
         reference = ref.get("reference")
         total_mb = (figures.get("env") or {}).get("memory_mb")
         if reply["status"] == "memory_limit":
-            if reference is None and not ref["reference_error"].startswith("memory_limit"):
-                why = ref["reference_error"]
-                reply["reason"] += f"; the reference could not be measured ({why})"
+            if reference is None:
+                error = ref["reference_error"]
+                clause = (
+                    "the reference alone does not fit either"
+                    if error.startswith("memory_limit")
+                    else f"the reference could not be measured ({error})"
+                )
                 figures["reference_fits"] = False
-                return reply
-            peak = reference.get("peak_gpu_mb") if reference else float("inf")
-            clause, figures["reference_fits"] = reference_fits(peak, total_mb)
+            else:
+                clause, figures["reference_fits"] = reference_fits(
+                    reference.get("peak_gpu_mb"), total_mb
+                )
             reply["reason"] += f"; {clause}"
             return reply
         if reference is None:
