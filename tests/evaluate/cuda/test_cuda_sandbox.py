@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
 import socket
 import subprocess
@@ -27,6 +26,7 @@ from maxcode.errors import SandboxUnavailable
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR, BuildCache, ExtensionSpec
 from maxcode.evaluate.cuda.evaluator import _Job
+from maxcode.evaluate.cuda.gpus import GpuQueue
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import Status
 from maxcode.evaluate.sandbox import confinement, ensure_uvm_node, uid_slot
@@ -154,10 +154,10 @@ def test_gpu_replies_are_scrubbed_before_they_become_results(secret, tmp_path, s
 
     evaluator = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
     evaluator._arch = "9.0"
-    jobs: queue.Queue = queue.Queue()
+    jobs = GpuQueue(evaluator._gpu_cond)
     job = _Job(0, saxpy_task, "", tmp_path / "j")
-    jobs.put(job)
-    jobs.put(None)
+    jobs.put(job, None)
+    jobs.close()
     evaluator._gpu_jobs(Worker(), jobs, lambda i, r: None)
     text = json.dumps(job.result.to_dict())
     assert secret not in text and "[redacted:ANTHROPIC_API_KEY]" in job.result.reason
