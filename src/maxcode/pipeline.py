@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from maxcode.errors import ConfigError, RunMismatch, TaskFormatError
@@ -24,6 +24,8 @@ from maxcode.params import (
     EvaluationParams,
     Params,
     Suite,
+    TablesParams,
+    load_suite,
 )
 from maxcode.r2g.dataset import split_tasks
 from maxcode.r2g.reranker import load_reranker
@@ -387,10 +389,12 @@ def make_tables(
     reference: Path | None = None,
     params: dict | None = None,
 ) -> None:
-    """Every table from the records; ``methods`` give the budgets, ``reference`` the papers'
-    numbers; ``results/provenance.json`` says what produced them (for the HTML report).
-    ``ranking`` and ``card`` (the reward-to-go model's results) are None when no rerank
-    table is asked for."""
+    """Every table from the records. ``tables``, ``methods`` (the budgets) and ``suites``
+    (their paper benchmarks) come as Snakemake passes them and go back to their types
+    through the one strict loader; ``reference`` holds the papers' numbers;
+    ``results/provenance.json`` says what produced them (for the HTML report). ``ranking``
+    and ``card`` (the reward-to-go model's results) are None when no rerank table is asked
+    for."""
 
     from maxcode.report.tables import write_all  # scipy: seconds to import; only this stage
 
@@ -400,14 +404,18 @@ def make_tables(
         "preset": preset,
         "generator": _role_label(llm["generator"]),
         "critic": _role_label(llm["critic"]),
-        "budgets": {name: _budget_label(m) for name, m in (methods or {}).items()},
-        "benchmarks": {name: cfg.get("paper_benchmark") for name, cfg in (suites or {}).items()},
+        "budgets": {
+            name: _budget_label(MethodConfig.from_dict(m)) for name, m in (methods or {}).items()
+        },
+        "benchmarks": {
+            name: load_suite(name, cfg).paper_benchmark for name, cfg in (suites or {}).items()
+        },
         "reference": book,
     }
     metrics = next(Path(p) for p in outputs if p.endswith("metrics.json"))
     write_all(
         runs,
-        tables,
+        load(TablesParams, tables, "tables"),
         json.loads(Path(ranking).read_text()) if ranking else {},
         json.loads(Path(card).read_text()) if card else {},
         context,
@@ -438,12 +446,12 @@ def _role_label(role: dict) -> str:
     return label + (f" (thinking {role['thinking_budget']})" if role.get("thinking_budget") else "")
 
 
-def _budget_label(method: dict) -> str:
+def _budget_label(method: MethodConfig) -> str:
     """``depth x executed per step = evaluations``, plus any hard limit that is set."""
-    executed = method.get("execute_top_m") or method["k"]
-    label = f"{method['depth']} x {executed}"
-    if executed != method["k"]:
-        label += f" of {method['k']}"
-    label += f" = {method['depth'] * executed} evals"
-    limits = {k: v for k, v in (method.get("budget") or {}).items() if v is not None}
+    executed = method.executed_per_step
+    label = f"{method.depth} x {executed}"
+    if executed != method.k:
+        label += f" of {method.k}"
+    label += f" = {method.evaluations_budget} evals"
+    limits = {k: v for k, v in asdict(method.budget).items() if v is not None}
     return label + "".join(f", {k} {v}" for k, v in limits.items())
