@@ -39,6 +39,7 @@ from maxcode.tasks.model import Task, read_tasks_jsonl, write_tasks_jsonl
 
 EVAL_ENVS = {"cpp": "cpu-eval.yaml", "cuda": "gpu-eval.yaml"}  # conda env per task language
 TABLE_NAMES = ("main", "ablation", "rerank", "budget")
+TABLE_ROLES = ("generator", "critic")  # the LLM roles the tables' header names
 PLOTS = ("speedup_vs_depth",)
 TABLE_FORMATS = ("md", "csv", "tex", "html")  # html: the view in `snakemake --report`
 # Every path the plan hands out, for the rules, the CLI and the dvc.yaml test alike.
@@ -192,8 +193,18 @@ class PipelinePlan:
             "reranked": [*rollouts, "r2g.dataset.test_fraction", "r2g.dataset.seed"],
         }
         if self.params.kernelcompare is not None:
-            stages["kernelcompare"] = ["kernelcompare", "evaluation", "llm.generator"]
-        stages["tables"] = ["preset", "suites", "search", "methods", "llm", "tables"]
+            # The table's header and reference columns read the preset, the suite's
+            # paper_benchmark and the reference file.
+            stages["kernelcompare"] = [
+                "kernelcompare",
+                "evaluation",
+                "llm.generator",
+                "preset",
+                "suites",
+                "tables.reference",
+            ]
+        roles = [f"llm.{role}" for role in TABLE_ROLES]
+        stages["tables"] = ["preset", "suites", "search", "methods", *roles, "tables"]
         return {stage: _held_keys(keys, raw) for stage, keys in stages.items()}
 
     def inflight_path(self, wildcards) -> str:
