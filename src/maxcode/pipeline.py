@@ -230,6 +230,20 @@ def _held_keys(keys: list[str], raw: dict) -> list[str]:
     return list(dict.fromkeys(held))
 
 
+def rollout_files(
+    stage: str, suite: str, method: str, task: str, seed: int, out: Path | None = None
+) -> tuple[Path, Path]:
+    """A rollout's output and the file its records grow in until the run is complete: the
+    plan's two paths (the rules' too, so ``maxcode rollout`` resumes a pipeline job's
+    records and ``clean_inflight`` tidies up after it), or ``out`` with its in-flight file
+    beside it (``maxcode rollout --out FILE``)."""
+    keys = {"stage": stage, "suite": suite, "method": method, "task": task, "seed": seed}
+    planned = Path(ROLLOUT.format(**keys))
+    if out is None or Path(out) == planned:
+        return planned, Path(INFLIGHT.format(**keys))
+    return Path(out), Path(out).with_name(f".{Path(out).name}.inflight")
+
+
 def kernelcompare_suite_dir(kc: KernelCompareParams | None) -> str:
     """The suite folder whose tasks KernelCompare splits, trains on and reports
     (``kernelcompare.sources.suite``), for the rules and the CLI's defaults alike."""
