@@ -181,6 +181,17 @@ def _killed_in_step_1(task, tmp_path) -> tuple[list[dict], list[str]]:
     return full, [json.dumps(r, sort_keys=True) + "\n" for r in full[: cut + 3]]
 
 
+def _depth_2(task) -> RunContext:
+    """The run _killed_in_step_1 was cut from, with a fresh evaluator, ready to resume."""
+    return RunContext(
+        task=task,
+        method=method(depth=2),
+        seed=0,
+        policy=ScriptedPolicy(SCRIPT),
+        evaluator=ScriptedEvaluator(),
+    )
+
+
 @pytest.mark.parametrize(
     ("line", "damage", "message"),
     [
@@ -207,17 +218,10 @@ def test_a_malformed_record_stops_the_resume_naming_file_line_and_field(
     )
     out = tmp_path / "run.jsonl"
     out.write_text("".join(lines))
-    evaluator = ScriptedEvaluator()
-    ctx = RunContext(
-        task=task,
-        method=method(depth=2),
-        seed=0,
-        policy=ScriptedPolicy(SCRIPT),
-        evaluator=evaluator,
-    )
+    ctx = _depth_2(task)
     with pytest.raises(RolloutFormatError, match=rf"^{out}:{line}: {message}"):
         run_search(ctx, out)
-    assert out.read_text() == "".join(lines) and evaluator.calls == []
+    assert out.read_text() == "".join(lines) and ctx.evaluator.calls == []
     assert not out.with_name("run.jsonl.dropped.jsonl").exists()
 
 
@@ -233,18 +237,11 @@ def test_a_resume_keeps_the_finished_records_byte_for_byte(task, tmp_path):
     lines = [json.dumps(dict(reversed(r.items()))) + "\n" for r in old]
     out = tmp_path / "run.jsonl"
     out.write_text("".join(lines))
-    evaluator = ScriptedEvaluator()
-    ctx = RunContext(
-        task=task,
-        method=method(depth=2),
-        seed=0,
-        policy=ScriptedPolicy(SCRIPT),
-        evaluator=evaluator,
-    )
+    ctx = _depth_2(task)
     end = run_search(ctx, out)
     assert out.read_text().startswith("".join(lines[: cut + 1]))
     assert out.with_name("run.jsonl.dropped.jsonl").read_text() == "".join(lines[cut + 1 :])
-    assert evaluator.calls == ["ok:1.2 b", "compile_error b", "ok:1.5 b"]  # step 1 again, only
+    assert ctx.evaluator.calls == ["ok:1.2 b", "compile_error b", "ok:1.5 b"]  # step 1 again
     assert end["step_rewards"] == [1.5, 1.5] and end["evaluations"] == 6
 
 
