@@ -178,3 +178,21 @@ def test_no_import_cycle_between_maxcode_packages():
 def test_no_import_cycle_between_maxcode_modules():
     modules, _ = import_graphs()
     assert not cycles(modules), "import cycles between modules:\n" + described(modules)
+
+
+def test_no_maxcode_module_is_imported_by_name():
+    """``importlib.import_module(name)`` is an import the checks above cannot see:
+    ``llm/backend.py`` once imported its three backends that way, which hid the module cycle
+    between it and ``llm/openai_backend.py`` (and the other two). The CUDA evaluator's
+    zygote, a process of its own, imports the job function a job names: not an import of
+    this process."""
+    calls = [
+        f"{path.relative_to(SRC.parent)}:{node.lineno}"
+        for module, path in modules_of(SRC).items()
+        if not module.startswith("maxcode.evaluate.cuda")
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", None))
+        in ("import_module", "__import__")
+    ]
+    assert calls == []

@@ -11,7 +11,14 @@ import typer
 
 from maxcode.errors import ConfigError, LLMError, TaskFormatError, UserError
 from maxcode.params import SCHEMA_PATH, Params, load_params, read_params_file, write_schema
-from maxcode.pipeline import ROLLOUT, SUITE_DIR, PipelinePlan, build_suite, run_rollout
+from maxcode.pipeline import (
+    CACHE_DIR,
+    SUITE_DIR,
+    PipelinePlan,
+    build_suite,
+    rollout_files,
+    run_rollout,
+)
 
 # Mistakes a user can fix in `optimize`: one line, exit code 2 unless --debug (UserError
 # covers ConfigError, TaskFormatError and RunMismatch; TargetError is a ValueError).
@@ -84,7 +91,9 @@ def build_suite_cmd(
     suite: Annotated[
         str, typer.Argument(metavar="SUITE", help="suite name under `suites:` in params")
     ],
-    out: Annotated[Path, typer.Option(help="output folder")] = Path("data/suites/SUITE"),
+    out: Annotated[
+        Path | None, typer.Option(help="output folder (default: the pipeline's, data/suites/SUITE)")
+    ] = None,
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Build one suite's tasks.jsonl and PIE-layout tests."""
@@ -95,7 +104,7 @@ def build_suite_cmd(
     except ConfigError as err:
         _fail(err)
     cfg = suites[suite]
-    out = Path(str(out).replace("SUITE", suite))
+    out = out or Path(SUITE_DIR.format(suite=suite))
     tasks = build_suite(suite, cfg, out)
     typer.echo(f"{len(tasks)} tasks -> {out}")
 
@@ -122,8 +131,7 @@ def rollout_cmd(
             raise ConfigError(f"unknown method {method!r}; defined: {sorted(plan.methods)}")
     except (ConfigError, TaskFormatError) as err:
         _fail(err)
-    stage = plan.stage_of(method)
-    out = out or Path(ROLLOUT.format(stage=stage, suite=suite, method=method, task=task, seed=seed))
+    out, inflight = rollout_files(plan.stage_of(method), suite, method, task, seed, out)
     end = run_rollout(
         suite_dir=Path(SUITE_DIR.format(suite=suite)),
         task_id=task,
@@ -131,9 +139,9 @@ def rollout_cmd(
         seed=seed,
         llm=raw["llm"],
         evaluation=raw["evaluation"],
-        inflight=out.parent / f".{out.name}.inflight",
+        inflight=inflight,
         output=out,
-        cache_dir=Path(".cache"),
+        cache_dir=Path(CACHE_DIR),
         model_dir=model,
         params=raw,
     )

@@ -31,6 +31,7 @@ from maxcode.r2g.config import (
     load_config,
 )
 from maxcode.records import read_jsonl
+from maxcode.report.config import TablesParams
 from maxcode.report.reference import check_suite_benchmarks, load_reference
 from maxcode.search.config import Budget, MethodConfig, method_from_params
 from maxcode.tasks.builtin import list_builtin_cpp, materialize_builtin_cpp
@@ -226,25 +227,6 @@ class R2GParams:
     @property
     def model(self) -> EncoderR2GConfig | GenerativeR2GConfig:
         return self.encoder if self.kind == "encoder" else self.generative
-
-
-@dataclass(frozen=True)
-class TablesParams:
-    """What the tables compare."""
-
-    main: tuple[str, ...] = field(default=(), metadata={"help": "methods of the main table"})
-    ablation: tuple[str, ...] = field(default=(), metadata={"help": "methods of the ablation"})
-    rerank: tuple[str, ...] = field(default=(), metadata={"help": "methods of the rerank table"})
-    floor_speedup_at_1: bool = field(
-        default=False, metadata={"help": "PIE's convention: never below the original's speed"}
-    )
-    bootstrap_samples: int = field(default=2000, metadata={"help": "resamples", "min": 100})
-    confidence: float = field(
-        default=0.95, metadata={"help": "interval level", "exclusive_min": 0, "max": 1}
-    )
-    reference: str | None = field(
-        default=None, metadata={"help": "the papers' published numbers; null: none"}
-    )
 
 
 @dataclass(frozen=True)

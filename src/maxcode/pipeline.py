@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from maxcode.errors import ConfigError, RunMismatch, TaskFormatError
@@ -24,6 +24,8 @@ from maxcode.params import (
     EvaluationParams,
     Params,
     Suite,
+    TablesParams,
+    load_suite,
 )
 from maxcode.r2g.dataset import split_tasks
 from maxcode.r2g.reranker import load_reranker
@@ -37,6 +39,7 @@ from maxcode.tasks.model import Task, read_tasks_jsonl, write_tasks_jsonl
 
 EVAL_ENVS = {"cpp": "cpu-eval.yaml", "cuda": "gpu-eval.yaml"}  # conda env per task language
 TABLE_NAMES = ("main", "ablation", "rerank", "budget")
+TABLE_ROLES = ("generator", "critic")  # the LLM roles the tables' header names
 PLOTS = ("speedup_vs_depth",)
 TABLE_FORMATS = ("md", "csv", "tex", "html")  # html: the view in `snakemake --report`
 # Every path the plan hands out, for the rules, the CLI and the dvc.yaml test alike.
@@ -190,8 +193,18 @@ class PipelinePlan:
             "reranked": [*rollouts, "r2g.dataset.test_fraction", "r2g.dataset.seed"],
         }
         if self.params.kernelcompare is not None:
-            stages["kernelcompare"] = ["kernelcompare", "evaluation", "llm.generator"]
-        stages["tables"] = ["preset", "suites", "search", "methods", "llm", "tables"]
+            # The table's header and reference columns read the preset, the suite's
+            # paper_benchmark and the reference file.
+            stages["kernelcompare"] = [
+                "kernelcompare",
+                "evaluation",
+                "llm.generator",
+                "preset",
+                "suites",
+                "tables.reference",
+            ]
+        roles = [f"llm.{role}" for role in TABLE_ROLES]
+        stages["tables"] = ["preset", "suites", "search", "methods", *roles, "tables"]
         return {stage: _held_keys(keys, raw) for stage, keys in stages.items()}
 
     def inflight_path(self, wildcards) -> str:
@@ -215,6 +228,20 @@ def _held_keys(keys: list[str], raw: dict) -> list[str]:
         if parts:
             held.append(".".join(parts))
     return list(dict.fromkeys(held))
+
+
+def rollout_files(
+    stage: str, suite: str, method: str, task: str, seed: int, out: Path | None = None
+) -> tuple[Path, Path]:
+    """A rollout's output and the file its records grow in until the run is complete: the
+    plan's two paths (the rules' too, so ``maxcode rollout`` resumes a pipeline job's
+    records and ``clean_inflight`` tidies up after it), or ``out`` with its in-flight file
+    beside it (``maxcode rollout --out FILE``)."""
+    keys = {"stage": stage, "suite": suite, "method": method, "task": task, "seed": seed}
+    planned = Path(ROLLOUT.format(**keys))
+    if out is None or Path(out) == planned:
+        return planned, Path(INFLIGHT.format(**keys))
+    return Path(out), Path(out).with_name(f".{Path(out).name}.inflight")
 
 
 def kernelcompare_suite_dir(kc: KernelCompareParams | None) -> str:
@@ -387,10 +414,12 @@ def make_tables(
     reference: Path | None = None,
     params: dict | None = None,
 ) -> None:
-    """Every table from the records; ``methods`` give the budgets, ``reference`` the papers'
-    numbers; ``results/provenance.json`` says what produced them (for the HTML report).
-    ``ranking`` and ``card`` (the reward-to-go model's results) are None when no rerank
-    table is asked for."""
+    """Every table from the records. ``tables``, ``methods`` (the budgets) and ``suites``
+    (their paper benchmarks) come as Snakemake passes them and go back to their types
+    through the one strict loader; ``reference`` holds the papers' numbers;
+    ``results/provenance.json`` says what produced them (for the HTML report). ``ranking``
+    and ``card`` (the reward-to-go model's results) are None when no rerank table is asked
+    for."""
 
     from maxcode.report.tables import write_all  # scipy: seconds to import; only this stage
 
@@ -400,14 +429,18 @@ def make_tables(
         "preset": preset,
         "generator": _role_label(llm["generator"]),
         "critic": _role_label(llm["critic"]),
-        "budgets": {name: _budget_label(m) for name, m in (methods or {}).items()},
-        "benchmarks": {name: cfg.get("paper_benchmark") for name, cfg in (suites or {}).items()},
+        "budgets": {
+            name: _budget_label(MethodConfig.from_dict(m)) for name, m in (methods or {}).items()
+        },
+        "benchmarks": {
+            name: load_suite(name, cfg).paper_benchmark for name, cfg in (suites or {}).items()
+        },
         "reference": book,
     }
     metrics = next(Path(p) for p in outputs if p.endswith("metrics.json"))
     write_all(
         runs,
-        tables,
+        load(TablesParams, tables, "tables"),
         json.loads(Path(ranking).read_text()) if ranking else {},
         json.loads(Path(card).read_text()) if card else {},
         context,
@@ -438,12 +471,12 @@ def _role_label(role: dict) -> str:
     return label + (f" (thinking {role['thinking_budget']})" if role.get("thinking_budget") else "")
 
 
-def _budget_label(method: dict) -> str:
+def _budget_label(method: MethodConfig) -> str:
     """``depth x executed per step = evaluations``, plus any hard limit that is set."""
-    executed = method.get("execute_top_m") or method["k"]
-    label = f"{method['depth']} x {executed}"
-    if executed != method["k"]:
-        label += f" of {method['k']}"
-    label += f" = {method['depth'] * executed} evals"
-    limits = {k: v for k, v in (method.get("budget") or {}).items() if v is not None}
+    executed = method.executed_per_step
+    label = f"{method.depth} x {executed}"
+    if executed != method.k:
+        label += f" of {method.k}"
+    label += f" = {method.evaluations_budget} evals"
+    limits = {k: v for k, v in asdict(method.budget).items() if v is not None}
     return label + "".join(f", {k} {v}" for k, v in limits.items())

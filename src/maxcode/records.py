@@ -48,7 +48,13 @@ class JsonlWriter:
         self._f = open(self.path, "a")  # noqa: SIM115 - closed in close()
 
     def write(self, record: dict) -> None:
-        self._f.write(json.dumps(record, sort_keys=True) + "\n")
+        self.write_line(json.dumps(record, sort_keys=True) + "\n")
+
+    def write_line(self, line: str) -> None:
+        """One record as already encoded (a line ``jsonl_lines`` read), newline included."""
+        if not line.endswith("\n") or "\n" in line[:-1]:
+            raise ValueError(f"{self.path}: a JSONL record is one line ending in a newline")
+        self._f.write(line)
         self._f.flush()
         os.fsync(self._f.fileno())
 
@@ -76,15 +82,22 @@ def _drop_partial_last_line(path: Path) -> None:
 
 def read_jsonl(path: Path) -> Iterator[dict]:
     """Complete records only; a trailing partial line (from a kill) is skipped."""
+    for _, line in jsonl_lines(path):
+        yield json.loads(line)
+
+
+def jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each complete, non-blank line, newline included; a
+    trailing partial line (from a kill) is skipped. A missing file has none."""
     path = Path(path)
     if not path.exists():
         return
     with open(path) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if not line.endswith("\n"):
                 return
             if line.strip():
-                yield json.loads(line)
+                yield number, line
 
 
 def sha256_text(text: str) -> str:

@@ -9,8 +9,8 @@ import pytest
 
 from maxcode.critique.llm_critic import LLMCritic
 from maxcode.errors import LLMConfigError
-from maxcode.llm.backend import create_backend
 from maxcode.llm.config import role_config_from_dict
+from maxcode.llm.factory import create_backend
 from maxcode.policy.llm_policy import LLMPolicy
 from maxcode.roles import build_critic, build_policy
 from maxcode.search.types import Observation

@@ -110,6 +110,105 @@ def test_each_stage_lists_exactly_the_params_keys_the_plan_says_it_reads():
     assert listed == wanted
 
 
+# The rules file whose jobs each stage's Snakemake target runs.
+STAGE_RULES = {
+    "suites": "suites.smk",
+    "rollouts": "rollouts.smk",
+    "r2g": "r2g.smk",
+    "reranked": "rollouts.smk",
+    "kernelcompare": "kernelcompare.smk",
+    "tables": "tables.smk",
+}
+# config["a"]["b"], config["a"].get("b", ...) and PLAN.params.a.b: the keys a rule reads.
+LOOKUP = re.compile(r'\[\s*"([^"]+)"\s*\]|\.get\(\s*"([^"]+)"[^)]*\)')
+
+
+def _config_reads(text: str) -> set[str]:
+    """The params key paths ``text`` reads; ``a.*`` where it picks a child of ``a`` by a
+    computed name (``config["suites"][wildcards.suite]``). ``PipelinePlan.from_config(config)``
+    (the whole config, for the job lists) and membership tests are not reads of a value."""
+    reads = set()
+    for match in re.finditer(r"(?<![\w.])config(?=[\[.])|PLAN\.params((?:\.\w+)+)", text):
+        if match.group(1):
+            reads.add(match.group(1)[1:])
+            continue
+        keys, at = [], match.end()
+        while step := LOOKUP.match(text, at):
+            keys.append(step.group(1) or step.group(2))
+            at = step.end()
+        if keys:
+            reads.add(".".join(keys) + (".*" if text.startswith("[", at) else ""))
+    return reads
+
+
+def _rule_text(name: str) -> str:
+    """A rules file with the bodies of the common.smk functions it calls (transitively)."""
+    common = (REPO / "workflow/rules/common.smk").read_text()
+    bodies = {
+        m.group(1): m.group(0)
+        for m in re.finditer(r"^def (\w+)\(.*?(?=^\S|\Z)", common, re.M | re.S)
+    }
+    text, seen = (REPO / "workflow/rules" / name).read_text(), set()
+    while called := {f for f in bodies if f not in seen and re.search(rf"\b{f}\b", text)}:
+        seen |= called
+        text += "".join(bodies[f] for f in sorted(called))
+    return text
+
+
+def _covered(read: str, keys: list[str], presets: list[dict]) -> bool:
+    """A listed key is ``read`` or above it; or ``read`` is a block whose every child (in
+    every preset) is covered, as DVC sees it."""
+    base = read.removesuffix(".*")
+    if any(base == k or base.startswith(k + ".") for k in keys):
+        return True
+    children = set()
+    for raw in presets:
+        node = raw
+        for part in base.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or not node:
+            return False
+        children |= set(node)
+    return all(_covered(f"{base}.{c}", keys, presets) for c in children)
+
+
+def test_the_dvc_params_cover_every_key_the_rules_read():
+    """A rule's values are what Snakemake reruns its jobs on, and dvc_params what DVC
+    reruns the stage on: a key a rule reads (in its own file or a common.smk helper it
+    calls) that the stage does not list would leave `dvc repro` blind to it. The
+    KernelCompare table once read `preset`, `suites` and `tables.reference` unlisted."""
+    presets = [yaml.safe_load(p.read_text()) for p in sorted((REPO / "presets").glob("*.yaml"))]
+    listed = {name: stage.get("params", []) for name, stage in STAGES.items()}
+    blind = {
+        stage: sorted(
+            r for r in _config_reads(_rule_text(rules)) if not _covered(r, listed[stage], presets)
+        )
+        for stage, rules in STAGE_RULES.items()
+    }
+    assert blind == {stage: [] for stage in STAGE_RULES}
+
+
+def test_the_rule_reader_finds_the_forms_the_rules_use():
+    text = """
+        params:
+            a=config["kernelcompare"]["sources"]["suite"],
+            b=config["llm"].get("generator"),
+            c={r: config["llm"][r] for r in ROLES},
+            d=config["tables"].get("reference", None),
+            e=kernelcompare_suite_dir(PLAN.params.kernelcompare),
+            f=PipelinePlan.from_config(config),
+            g="kernelcompare" in config,
+            h=snakemake.config,
+    """
+    assert _config_reads(text) == {
+        "kernelcompare.sources.suite",
+        "llm.generator",
+        "llm.*",
+        "tables.reference",
+        "kernelcompare",
+    }
+
+
 @pytest.mark.parametrize("preset", ["offline", "gpu", "paper"])
 def test_every_preset_holds_every_key_dvc_yaml_lists(preset):
     """`cp presets/<p>.yaml params.yaml` then `dvc repro`: DVC refuses a stage whose
@@ -125,7 +224,7 @@ def test_every_preset_holds_every_key_dvc_yaml_lists(preset):
 def test_the_tables_stage_lists_what_its_labels_read():
     """Budget labels come from the methods (and the search defaults they inherit), model
     labels from the LLM roles: a change there must rebuild the tables."""
-    assert {"methods", "search", "llm"} <= set(STAGES["tables"]["params"])
+    assert {"methods", "search", "llm.generator", "llm.critic"} <= set(STAGES["tables"]["params"])
     assert {"r2g.dataset.test_fraction", "r2g.dataset.seed"} <= set(STAGES["reranked"]["params"])
 
 
@@ -164,7 +263,10 @@ def _plan_paths() -> dict[str, dict[str, list[str]]]:
         "rollouts": {"deps": [suites], "outs": [rollouts]},
         "r2g": {"deps": [suites, rollouts], "outs": [R2G_DATA, R2G_MODEL, r2g_results]},
         "reranked": {"deps": [suites, R2G_MODEL], "outs": [reranked]},
-        "kernelcompare": {"deps": [suites], "outs": kc_folders + KC_TABLES},
+        "kernelcompare": {
+            "deps": [suites, plan.params.tables.reference],
+            "outs": kc_folders + KC_TABLES,
+        },
         "tables": {
             "deps": [
                 rollouts,

@@ -9,10 +9,19 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from maxcode.cli import app
 from maxcode.evaluate.cpp import CppEvalConfig
 from maxcode.evaluate.cuda.config import CudaEvalConfig
 from maxcode.params import EvaluationParams
-from maxcode.pipeline import INFLIGHT, ROLLOUT, PipelinePlan, clean_inflight
+from maxcode.pipeline import (
+    CACHE_DIR,
+    INFLIGHT,
+    INFLIGHT_DIR,
+    ROLLOUT,
+    SUITE_DIR,
+    PipelinePlan,
+    clean_inflight,
+)
 from maxcode.roles import build_evaluator
 from maxcode.stages.kernelcompare_cli import app as kernelcompare_app
 
@@ -119,3 +128,36 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.strip().count("\n") == 0 and "parameter file not found" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_rollout_by_hand_writes_where_the_rules_do(tmp_path, monkeypatch):
+    """`maxcode build-suite` and `maxcode rollout` take every path from the plan: the suite,
+    the rollout, the caches, and the in-flight records the rules use, so results/rollouts
+    holds the rollout alone (no hidden in-flight copy or lock inside a DVC output) and the
+    pipeline's clean-up removes the copy."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["suites"] = {
+        "s": {"kind": "builtin_cpp", "n_tests": 2, "problems": ["io_prefix_sums_endl"]}
+    }
+    params["evaluation"]["cpp"].update(timing="wall", repeats=1)
+    params["search"].update(depth=1, k=1, seeds=[0])
+    params["methods"] = {"m": {"trajectory": "none"}}
+    params["r2g"]["train_methods"] = ["m"]
+    params["tables"].update(main=["m"], ablation=[], rerank=[], reference=None)
+    del params["kernelcompare"]
+    monkeypatch.chdir(tmp_path)
+    Path("params.yaml").write_text(yaml.safe_dump(params))
+    runner = CliRunner()
+    built = runner.invoke(app, ["build-suite", "s"])
+    assert built.exit_code == 0, built.output
+    assert Path(SUITE_DIR.format(suite="s"), "tasks.jsonl").is_file()
+    ran = runner.invoke(app, ["rollout", "s", "io_prefix_sums_endl", "m"])
+    assert ran.exit_code == 0, ran.output
+    keys = {"stage": "rollouts", "suite": "s", "method": "m", "task": "io_prefix_sums_endl"}
+    published = Path(ROLLOUT.format(**keys, seed=0))
+    assert [p for p in Path("results/rollouts").rglob("*") if p.is_file()] == [published]
+    assert Path(INFLIGHT.format(**keys, seed=0)).read_bytes() == published.read_bytes()
+    assert Path(CACHE_DIR).is_dir()
+    clean_inflight(tmp_path)
+    assert not Path(INFLIGHT_DIR).exists() and published.is_file()

@@ -15,6 +15,7 @@ from maxcode.evaluate.result import EvalResult, Status, Timing
 from maxcode.kernelcompare.table import COLUMNS as KC_COLUMNS
 from maxcode.kernelcompare.table import kernelcompare_table, load_rows
 from maxcode.params import Params
+from maxcode.report.config import TablesParams
 from maxcode.report.reference import (
     REFERENCE_PREFIX,
     check_suite_benchmarks,
@@ -121,7 +122,7 @@ def test_params_validation_checks_the_reference(tmp_path):
 def test_reference_column_in_every_format(rollouts, tmp_path):  # noqa: F811
     book = load_reference(write(tmp_path, SMALL))
     context = {"preset": "offline", "reference": book, "benchmarks": {"s": "pie"}}
-    tables = {"main": ["slow-method", "fast-method"], "ablation": [], "rerank": []}
+    tables = TablesParams(main=("slow-method", "fast-method"))
     write_all(
         read_runs(rollouts), tables, {}, {}, context, tmp_path / "t", tmp_path / "p", tmp_path / "m"
     )

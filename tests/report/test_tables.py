@@ -5,8 +5,10 @@ import json
 
 import pytest
 
-from maxcode.errors import RolloutIncompleteError
+from maxcode.errors import ConfigError, RolloutIncompleteError
+from maxcode.pipeline import make_tables
 from maxcode.records import read_jsonl
+from maxcode.report.config import TablesParams
 from maxcode.report.runs import read_run, read_runs
 from maxcode.report.stats import average_ranks, bootstrap_ci
 from maxcode.report.tables import write_all
@@ -52,12 +54,9 @@ def rollouts(tmp_path):
 
 def test_tables_agree_with_the_records(rollouts, tmp_path):
     runs = read_runs(rollouts)
-    tables = {
-        "main": ["slow-method", "fast-method"],
-        "ablation": ["fast-method"],
-        "rerank": [],
-        "bootstrap_samples": 500,
-    }
+    tables = TablesParams(
+        main=("slow-method", "fast-method"), ablation=("fast-method",), bootstrap_samples=500
+    )
     ranking = {"model": {"kind": "encoder", "name": "m"}, "metrics": {"avg_rank_model": 1.25}}
     write_all(
         runs,
@@ -110,9 +109,29 @@ def test_tables_agree_with_the_records(rollouts, tmp_path):
     assert (tmp_path / "p" / "speedup_vs_depth.png").stat().st_size > 1000
 
 
+def test_the_tables_stage_reads_its_block_through_the_one_loader(rollouts, tmp_path):
+    """A misspelt key of `tables` is named with its fix, not passed over while the tables
+    quietly keep the default it meant to change (the stage restated no default)."""
+    offline = {"backend": "offline"}
+    with pytest.raises(ConfigError, match=r"^tables: unknown key\(s\) 'confidenc' \(did you mean"):
+        make_tables(
+            rollouts,
+            None,
+            None,
+            {"main": ["slow-method"], "ablation": [], "rerank": [], "confidenc": 0.9},
+            "offline",
+            {"generator": offline, "critic": offline},
+            [
+                str(tmp_path / "t" / n)
+                for n in ("main.md", "m.png", "metrics.json", "provenance.json")
+            ],
+        )
+    assert not (tmp_path / "t").exists()
+
+
 def test_floor_at_one_is_applied_and_named(rollouts, tmp_path):
     runs = read_runs(rollouts)
-    tables = {"main": ["slow-method"], "ablation": [], "rerank": [], "floor_speedup_at_1": True}
+    tables = TablesParams(main=("slow-method",), floor_speedup_at_1=True)
     write_all(
         runs,
         tables,

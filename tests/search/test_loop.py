@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from maxcode.errors import RunMismatch
+from maxcode.errors import RolloutFormatError, RunMismatch
 from maxcode.records import read_jsonl
 from maxcode.search.config import Budget, MethodConfig
 from maxcode.search.loop import RunContext, run_search
@@ -171,6 +171,78 @@ def test_step_in_flight_is_set_aside_not_deleted(task, tmp_path):
     run_search(ctx, out)
     aside = list(read_jsonl(out.with_name("run.jsonl.dropped.jsonl")))
     assert aside == full[cut + 1 : cut + 3]
+
+
+def _killed_in_step_1(task, tmp_path) -> tuple[list[dict], list[str]]:
+    """A depth-2 run's records and the lines a kill in step 1 leaves: step 0 finished,
+    two candidates of step 1 written."""
+    _, full, _, _ = run(task, tmp_path / "full", method(depth=2))
+    cut = next(i for i, r in enumerate(full) if r["kind"] == "step_end")
+    return full, [json.dumps(r, sort_keys=True) + "\n" for r in full[: cut + 3]]
+
+
+def _depth_2(task) -> RunContext:
+    """The run _killed_in_step_1 was cut from, with a fresh evaluator, ready to resume."""
+    return RunContext(
+        task=task,
+        method=method(depth=2),
+        seed=0,
+        policy=ScriptedPolicy(SCRIPT),
+        evaluator=ScriptedEvaluator(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "damage", "message"),
+    [
+        (2, lambda r: {**r, "rewrad": 1.0}, r"candidate record: unknown field\(s\) \['rewrad'\]"),
+        (
+            5,
+            lambda r: {k: v for k, v in r.items() if k != "usage"},
+            r"step_end record: missing field\(s\) \['usage'\]",
+        ),
+        (3, lambda r: {**r, "kind": "candidat"}, r"kind 'candidat' is not one of"),
+        (4, None, r"not a JSON record"),
+    ],
+)
+def test_a_malformed_record_stops_the_resume_naming_file_line_and_field(
+    task, tmp_path, line, damage, message
+):
+    """The resume reads the file as typed records: a bad one is one line naming file:line
+    and field, and nothing is evaluated, set aside or rewritten."""
+    _, lines = _killed_in_step_1(task, tmp_path)
+    lines[line - 1] = (
+        json.dumps(damage(json.loads(lines[line - 1])), sort_keys=True) + "\n"
+        if damage
+        else lines[line - 1][:30] + "\n"
+    )
+    out = tmp_path / "run.jsonl"
+    out.write_text("".join(lines))
+    ctx = _depth_2(task)
+    with pytest.raises(RolloutFormatError, match=rf"^{out}:{line}: {message}"):
+        run_search(ctx, out)
+    assert out.read_text() == "".join(lines) and ctx.evaluator.calls == []
+    assert not out.with_name("run.jsonl.dropped.jsonl").exists()
+
+
+def test_a_resume_keeps_the_finished_records_byte_for_byte(task, tmp_path):
+    """The finished steps stay as written and the step in flight is set aside as written,
+    here by an earlier format (no `fingerprint`, no step_end `wall_s`, keys unsorted): its
+    records read with their documented defaults, so the run goes on."""
+    full, _ = _killed_in_step_1(task, tmp_path)
+    cut = next(i for i, r in enumerate(full) if r["kind"] == "step_end")
+    old = [dict(r) for r in full[: cut + 3]]
+    del old[0]["fingerprint"]
+    del old[cut]["wall_s"]
+    lines = [json.dumps(dict(reversed(r.items()))) + "\n" for r in old]
+    out = tmp_path / "run.jsonl"
+    out.write_text("".join(lines))
+    ctx = _depth_2(task)
+    end = run_search(ctx, out)
+    assert out.read_text().startswith("".join(lines[: cut + 1]))
+    assert out.with_name("run.jsonl.dropped.jsonl").read_text() == "".join(lines[cut + 1 :])
+    assert ctx.evaluator.calls == ["ok:1.2 b", "compile_error b", "ok:1.5 b"]  # step 1 again
+    assert end["step_rewards"] == [1.5, 1.5] and end["evaluations"] == 6
 
 
 def test_a_budget_hit_while_critiquing_ends_the_step_with_its_records(task, tmp_path):

@@ -144,6 +144,15 @@ def test_a_bad_record_names_file_line_kind_and_field(tmp_path, index, change, dr
         read_records(path)
 
 
+def test_a_bad_record_is_named_by_its_line_in_the_file(tmp_path):
+    """Blank lines count: the message points at the line an editor shows."""
+    path = tmp_path / "run.jsonl"
+    bad = {**OLD_FORMAT[1], "rewrad": 1.0}
+    path.write_text(json.dumps(OLD_FORMAT[0]) + "\n\n" + json.dumps(bad) + "\n")
+    with pytest.raises(RolloutFormatError, match=r"run\.jsonl:3: candidate record: unknown"):
+        read_records(path)
+
+
 def test_record_from_dict_round_trips_each_kind():
     for data in OLD_FORMAT:
         record = record_from_dict(data, "x")

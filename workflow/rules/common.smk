@@ -18,6 +18,7 @@ from maxcode.pipeline import (
     ROLLOUT,
     SUITE_DIR,
     TABLE,
+    TABLE_ROLES,
     PipelinePlan,
     clean_inflight,
     kernelcompare_suite_dir,
@@ -104,6 +105,12 @@ def reported(path):
     )
 
 
+def reference_input():
+    """The papers' numbers, when a file is set: an input of every table that shows them."""
+    reference = config["tables"].get("reference")
+    return {"reference": reference} if reference else {}
+
+
 def tables_inputs(wildcards):
     """Rollouts; the reward-to-go results when the rerank table has methods (else no model is
     trained); the papers' numbers when a file is set."""
@@ -111,9 +118,7 @@ def tables_inputs(wildcards):
     if PLAN.rerank_methods():
         inputs["ranking"] = R2G_RANKING
         inputs["card"] = f"{R2G_DATA}/card.json"
-    if config["tables"].get("reference"):
-        inputs["reference"] = config["tables"]["reference"]
-    return inputs
+    return {**inputs, **reference_input()}
 
 
 def kc_table_context(wildcards):

@@ -107,7 +107,12 @@ rule kernelcompare_heldout:
 rule kernelcompare_table:
     """The report's table: correctness and speedups for base, +SFT, +GRPO."""
     input:
-        heldout=expand(KC_HELDOUT, kcstage=KC_STAGES),
+        unpack(
+            lambda w: {
+                "heldout": expand(KC_HELDOUT, kcstage=KC_STAGES),
+                **reference_input(),
+            }
+        ),
     output:
         [reported(p) for p in KC_TABLES],
     log:

@@ -11,7 +11,7 @@ rule tables:
     params:
         tables=config["tables"],
         preset=config["preset"],
-        llm=config["llm"],
+        llm={role: config["llm"][role] for role in TABLE_ROLES},
         suites=config["suites"],
         methods=lambda wildcards: {n: m.to_dict() for n, m in PLAN.methods.items()},
     script:

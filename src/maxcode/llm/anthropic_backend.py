@@ -13,14 +13,12 @@ from maxcode.llm.backend import (
     Completion,
     SamplingParams,
     parse_retry_after,
-    register_backend,
     split_system,
     transient_status,
 )
 from maxcode.llm.config import RoleConfig
 
 
-@register_backend
 class AnthropicBackend(ChatBackend):
     name = "anthropic"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 
-from maxcode.errors import LLMConfigError
 from maxcode.llm.config import RoleConfig
 from maxcode.llm.usage import Usage
 
@@ -103,41 +102,6 @@ class ChatBackend(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections or model memory."""
-
-
-BACKENDS: dict[str, type[ChatBackend]] = {}
-
-
-def register_backend(cls: type[ChatBackend]) -> type[ChatBackend]:
-    BACKENDS[cls.name] = cls
-    return cls
-
-
-_MODULES = {
-    "openai": ("maxcode.llm.openai_backend", "openai"),
-    "anthropic": ("maxcode.llm.anthropic_backend", "anthropic"),
-    "hf": ("maxcode.llm.hf_backend", "transformers"),
-}
-
-
-def create_backend(cfg: RoleConfig) -> ChatBackend:
-    """Instantiate the role's backend; imports are lazy so a missing SDK only hurts its users."""
-    import importlib
-
-    if cfg.backend not in _MODULES:
-        raise LLMConfigError(
-            f"llm.{cfg.role}: backend {cfg.backend!r} is not a chat model; chat backends are "
-            f"{sorted(_MODULES)} (offline roles are built by maxcode.roles)"
-        )
-    module, package = _MODULES[cfg.backend]
-    try:
-        importlib.import_module(module)
-    except ImportError as err:
-        raise LLMConfigError(
-            f"llm.{cfg.role}: backend {cfg.backend!r} needs the {package!r} package "
-            f"({err}); install it with pip install 'maxcode[llm,train]'"
-        ) from None
-    return BACKENDS[cfg.backend](cfg)
 
 
 def parse_retry_after(headers: object) -> float:

@@ -10,12 +10,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from maxcode.llm.backend import create_backend
+from maxcode.errors import LLMConfigError
+from maxcode.llm.backend import ChatBackend
 from maxcode.llm.cache import ResponseCache
 from maxcode.llm.client import BudgetTracker, LLMClient
 from maxcode.llm.config import RoleConfig, role_config_from_dict
 
 CACHE_FILE = "llm_responses.sqlite"
+CHAT_BACKENDS = {"openai": "openai", "anthropic": "anthropic", "hf": "transformers"}  # -> its SDK
 
 _CACHES: dict[Path, ResponseCache] = {}
 _CACHES_LOCK = threading.Lock()
@@ -53,3 +55,26 @@ def build_client(
     if cache is None and (cfg.cache_path or cache_dir is not None):
         cache = open_cache(cfg.cache_path or Path(cache_dir) / CACHE_FILE)  # type: ignore[arg-type]
     return LLMClient(create_backend(cfg), cache=cache, run_budget=run_budget)
+
+
+def create_backend(cfg: RoleConfig) -> ChatBackend:
+    """The role's chat backend. Its module is imported only here, when a role uses it, so a
+    missing SDK hurts only its users (one line naming the package to install)."""
+    if cfg.backend not in CHAT_BACKENDS:
+        raise LLMConfigError(
+            f"llm.{cfg.role}: backend {cfg.backend!r} is not a chat model; chat backends are "
+            f"{sorted(CHAT_BACKENDS)} (offline roles are built by maxcode.roles)"
+        )
+    try:
+        if cfg.backend == "openai":
+            from maxcode.llm.openai_backend import OpenAIBackend as backend
+        elif cfg.backend == "anthropic":
+            from maxcode.llm.anthropic_backend import AnthropicBackend as backend
+        else:
+            from maxcode.llm.hf_backend import HFBackend as backend
+    except ImportError as err:
+        raise LLMConfigError(
+            f"llm.{cfg.role}: backend {cfg.backend!r} needs the {CHAT_BACKENDS[cfg.backend]!r} "
+            f"package ({err}); install it with pip install 'maxcode[llm,train]'"
+        ) from None
+    return backend(cfg)

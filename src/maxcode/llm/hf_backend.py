@@ -14,11 +14,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from maxcode.errors import LLMConfigError
-from maxcode.llm.backend import ChatBackend, Completion, SamplingParams, register_backend
+from maxcode.llm.backend import ChatBackend, Completion, SamplingParams
 from maxcode.llm.config import RoleConfig
 
 
-@register_backend
 class HFBackend(ChatBackend):
     name = "hf"
     batched = True

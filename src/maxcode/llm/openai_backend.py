@@ -14,13 +14,11 @@ from maxcode.llm.backend import (
     RetryableError,
     SamplingParams,
     parse_retry_after,
-    register_backend,
     transient_status,
 )
 from maxcode.llm.config import RoleConfig
 
 
-@register_backend
 class OpenAIBackend(ChatBackend):
     name = "openai"
 

@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from maxcode.records import atomic_write_json, atomic_write_text
+from maxcode.report.config import TablesParams
 from maxcode.report.reference import (
     REFERENCE_PREFIX,
     ReferenceBook,
@@ -305,7 +306,7 @@ def scaling_curve(
 
 def write_all(
     runs: list[RunRow],
-    params_tables: dict,
+    tables: TablesParams,
     ranking: dict,
     r2g_card: dict,
     context: dict,
@@ -315,13 +316,11 @@ def write_all(
 ) -> None:
     from maxcode.report.plots import plot_scaling
 
-    floor = params_tables.get("floor_speedup_at_1", False)
-    samples = params_tables.get("bootstrap_samples", 2000)
-    conf = params_tables.get("confidence", 0.95)
+    floor, samples, conf = tables.floor_speedup_at_1, tables.bootstrap_samples, tables.confidence
     main = method_table(
         "Main results: mean best speedup and average rank",
         runs,
-        params_tables["main"],
+        list(tables.main),
         context,
         floor,
         samples,
@@ -331,19 +330,15 @@ def write_all(
     ablation = method_table(
         "Ablation of the observation (Critique-only, Best Perf-only, Traj Critique Best Perf)",
         runs,
-        params_tables["ablation"],
+        list(tables.ablation),
         context,
         floor,
         samples,
         conf,
         "ablation",
     )
-    rerank = rerank_table(runs, params_tables["rerank"], ranking, context, floor, samples, conf)
-    all_methods = list(
-        dict.fromkeys(
-            [*params_tables["main"], *params_tables["ablation"], *params_tables["rerank"]]
-        )
-    )
+    rerank = rerank_table(runs, list(tables.rerank), ranking, context, floor, samples, conf)
+    all_methods = list(dict.fromkeys([*tables.main, *tables.ablation, *tables.rerank]))
     budget = budget_table(runs, all_methods, context)
     for name, table in [
         ("main", main),
@@ -352,7 +347,7 @@ def write_all(
         ("budget", budget),
     ]:
         table.write(tables_dir, name)
-    curve_methods = list(dict.fromkeys([*params_tables["main"], *params_tables["ablation"]]))
+    curve_methods = list(dict.fromkeys([*tables.main, *tables.ablation]))
     curve = scaling_curve(runs, curve_methods, floor, samples, conf)
     _write_curve_csv(curve, plots_dir / "speedup_vs_depth.csv")
     plot_scaling(

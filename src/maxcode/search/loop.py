@@ -20,17 +20,19 @@ from typing import TYPE_CHECKING
 from maxcode.errors import BudgetExhausted, RunMismatch
 from maxcode.evaluate.result import EvalResult, Status, reward_of
 from maxcode.llm.usage import Usage
-from maxcode.records import JsonlWriter, atomic_write_text, read_jsonl, sha256_text
+from maxcode.records import JsonlWriter, atomic_write_text, sha256_text
 from maxcode.search.config import MethodConfig
 from maxcode.search.observation import build_observation, observation_summary
 from maxcode.search.records import (
     REFERENCE_ID,
     CandidateRecord,
+    Record,
     RunEnd,
     RunExtend,
     RunId,
     RunStart,
     StepEnd,
+    read_record_lines,
 )
 from maxcode.search.returns import step_returns
 from maxcode.search.types import (
@@ -99,13 +101,17 @@ class RunContext:
 def run_search(ctx: RunContext, out_path: Path) -> dict:
     """Run, resume or extend one rollout; returns the newest ``run_end`` record.
 
-    Records on disk are never rewritten except to set aside a step that was in flight
-    (to ``<out>.dropped.jsonl``); records of another run raise :class:`RunMismatch`.
-    A finished run whose depth or budget has grown goes on after a ``run_extend`` record.
+    The file is read as typed records (:mod:`maxcode.search.records`); a malformed one
+    raises ``RolloutFormatError`` naming the file, line and field, before anything is
+    written. Records on disk are never rewritten except to set aside, line for line, a
+    step that was in flight (to ``<out>.dropped.jsonl``); records of another run raise
+    :class:`RunMismatch`. A finished run whose depth or budget has grown goes on after a
+    ``run_extend`` record.
     """
     out_path = Path(out_path)
     _check_parts(ctx)
-    existing = list(read_jsonl(out_path))
+    lines = read_record_lines(out_path)
+    existing = [record for record, _ in lines]
     if existing:
         found = run_differences(existing, ctx)
         if found:
@@ -114,13 +120,13 @@ def run_search(ctx: RunContext, out_path: Path) -> dict:
     if len(kept) != len(existing):
         # The step in flight is replayed from the caches; its records are kept aside.
         with JsonlWriter(out_path.with_name(out_path.name + ".dropped.jsonl")) as aside:
-            for r in existing[len(kept) :]:
-                aside.write(r)
-        atomic_write_text(out_path, "".join(_dumps(r) for r in kept))
+            for _, line in lines[len(kept) :]:
+                aside.write_line(line)
+        atomic_write_text(out_path, "".join(line for _, line in lines[: len(kept)]))
     method = ctx.method
     grown = bool(kept) and _growable(latest_config(kept)) != _growable(method.to_dict())
-    if kept and kept[-1].get("kind") == "run_end" and not grown:
-        return kept[-1]
+    if kept and isinstance(kept[-1], RunEnd) and not grown:
+        return kept[-1].to_dict()
     state = replay_state(kept, method.gamma)
     if ctx.llm_budget is not None:
         ctx.llm_budget.start_from(state.usage)
@@ -140,7 +146,7 @@ def run_search(ctx: RunContext, out_path: Path) -> dict:
     started = time.monotonic() - state.wall_s
     with JsonlWriter(out_path) as writer:
         if not kept:
-            writer.write(_run_start_record(ctx))
+            writer.write(_run_start_record(ctx).to_dict())
         elif grown:
             writer.write(
                 RunExtend(
@@ -254,8 +260,8 @@ def _run_step(
             usage=p.usage,
             prompt_version=p.prompt_version,
             meta=p.meta,
-        ).to_dict()
-        writer.write(record)
+        )
+        writer.write(record.to_dict())
         if was_executed:
             state.evaluations += 1
             attempt = _attempt_from_record(record)
@@ -353,19 +359,19 @@ GROWABLE = ("depth", "budget")  # a resumed run may change these: it goes on, or
 _COMPARED = ("run", "reward_kind", "policy", "critic", "reranker", "evaluator", "task_hash")
 
 
-def run_differences(records: list[dict], ctx: RunContext) -> list[str]:
+def run_differences(records: list[Record], ctx: RunContext) -> list[str]:
     """What makes ``records`` another run than ``ctx`` would make (empty: resumable)."""
     first = records[0]
-    if first.get("kind") != "run_start":
+    if not isinstance(first, RunStart):
         return ["the file does not start with a run_start record"]
-    start = _run_start_record(ctx)
+    old, new = first.to_dict(), _run_start_record(ctx).to_dict()
     found: list[str] = []
     for key in ("fingerprint", *_COMPARED):
-        found += differences(key, first.get(key), start.get(key))
+        found += differences(key, old[key], new[key])
     old_config = {k: v for k, v in latest_config(records).items() if k not in GROWABLE}
-    new_config = {k: v for k, v in start["config"].items() if k not in GROWABLE}
+    new_config = {k: v for k, v in new["config"].items() if k not in GROWABLE}
     found += differences("config", old_config, new_config)
-    done = sum(r.get("kind") == "step_end" for r in records)
+    done = sum(isinstance(r, StepEnd) for r in records)
     if ctx.method.depth < done:
         found.append(f"depth: {ctx.method.depth} now, but the records hold {done} steps")
     return found
@@ -385,9 +391,9 @@ def differences(key: str, old: object, new: object) -> list[str]:
     return [f"{key}: {old!r} in the records, {new!r} now"]
 
 
-def latest_config(records: list[dict]) -> dict:
+def latest_config(records: list[Record]) -> dict:
     """The method config in force: the newest ``run_extend``'s, else ``run_start``'s."""
-    configs = [r["config"] for r in records if r.get("kind") in ("run_start", "run_extend")]
+    configs = [r.config for r in records if isinstance(r, (RunStart, RunExtend))]
     return configs[-1] if configs else {}
 
 
@@ -399,46 +405,45 @@ def _normalized(value: object) -> object:
     return json.loads(json.dumps(value, sort_keys=True))
 
 
-def _complete_steps(records: list[dict]) -> list[dict]:
+def _complete_steps(records: list[Record]) -> list[Record]:
     """Records up to the last ``step_end``, ``run_end`` or ``run_extend``; after it, a step
     was in flight."""
-    boundaries = ("step_end", "run_end", "run_extend")
-    last = max((i for i, r in enumerate(records) if r.get("kind") in boundaries), default=None)
+    boundaries = (StepEnd, RunEnd, RunExtend)
+    last = max((i for i, r in enumerate(records) if isinstance(r, boundaries)), default=None)
     if last is None:
-        return records[:1] if records and records[0].get("kind") == "run_start" else []
+        return records[:1] if records and isinstance(records[0], RunStart) else []
     return records[: last + 1]
 
 
-def replay_state(records: list[dict], gamma: float) -> SearchState:
+def replay_state(records: list[Record], gamma: float) -> SearchState:
     """Rebuild the loop state from a file's complete steps (the same path a fresh run takes)."""
     state = SearchState()
     for r in records:
-        kind = r.get("kind")
-        if kind == "candidate" and r["executed"]:
+        if isinstance(r, CandidateRecord) and r.executed:
             attempt = _attempt_from_record(r)
             state.history.append(attempt)
             state.evaluations += 1
             if _improves(attempt, state.best):
                 state.best = attempt
-        elif kind == "step_end":
-            executed = [a.reward for a in state.history if a.step == r["step"]]
+        elif isinstance(r, StepEnd):
+            executed = [a.reward for a in state.history if a.step == r.step]
             state.step_rewards.append(max(executed, default=0.0))
-            state.usage = Usage.from_dict(r["usage"])
-            state.wall_s = r.get("wall_s", 0.0)
+            state.usage = r.usage
+            state.wall_s = r.wall_s
     return state
 
 
-def _attempt_from_record(r: dict) -> Attempt:
-    c = r.get("critique")
+def _attempt_from_record(r: CandidateRecord) -> Attempt:
+    c = r.critique
     return Attempt(
-        step=r["step"],
-        index=r["proposal_index"],
-        candidate_id=r["candidate_id"],
-        source=r["source"],
-        result=EvalResult.from_dict(r["evaluation"]),
-        reward=r["reward"],
+        step=r.step,
+        index=r.proposal_index,
+        candidate_id=r.candidate_id,
+        source=r.source,
+        result=EvalResult.from_dict(r.evaluation),
+        reward=r.reward,
         critique=Critique(**{**c, "usage": Usage.from_dict(c.get("usage"))}) if c else None,
-        meta=r.get("meta", {}),
+        meta=r.meta,
     )
 
 
@@ -454,7 +459,7 @@ def _critique_dict(c: Critique | None) -> dict | None:
     }
 
 
-def _run_start_record(ctx: RunContext) -> dict:
+def _run_start_record(ctx: RunContext) -> RunStart:
     return RunStart(
         run=RunId(ctx.task.suite, ctx.task.task_id, ctx.method.name, ctx.seed),
         config=ctx.method.to_dict(),
@@ -466,11 +471,7 @@ def _run_start_record(ctx: RunContext) -> dict:
         task_hash=ctx.task.content_hash(),
         provenance=ctx.provenance,
         fingerprint=ctx.fingerprint,
-    ).to_dict()
-
-
-def _dumps(record: dict) -> str:
-    return json.dumps(record, sort_keys=True) + "\n"
+    )
 
 
 def _emit(ctx: RunContext, event: str, data: dict) -> None:

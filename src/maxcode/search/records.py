@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from maxcode.errors import RolloutFormatError
 from maxcode.llm.usage import Usage
-from maxcode.records import read_jsonl
+from maxcode.records import jsonl_lines
 
 REFERENCE_ID = "reference"  # parent_id of a candidate derived from the task's own program
 
@@ -202,15 +202,23 @@ def read_records(path: Path) -> list[Record]:
     A line that is not JSON is a ``RolloutFormatError`` naming it too, not a bare
     ``JSONDecodeError`` that names neither the file nor the line.
     """
-    records: list[Record] = []
-    try:
-        for data in read_jsonl(Path(path)):
-            records.append(record_from_dict(data, f"{path}:{len(records) + 1}"))
-    except json.JSONDecodeError as err:
-        raise RolloutFormatError(
-            f"{path}:{len(records) + 1}: not a JSON record ({err.msg}); docs/records.md "
-            "describes the format"
-        ) from None
+    return [record for record, _ in read_record_lines(path)]
+
+
+def read_record_lines(path: Path) -> list[tuple[Record, str]]:
+    """:func:`read_records`, each record with its line as it stands in the file, so a
+    writer that keeps some of them (a resume) copies them byte for byte. Messages name
+    the file's own line numbers, blank lines counted."""
+    records: list[tuple[Record, str]] = []
+    for number, line in jsonl_lines(Path(path)):
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise RolloutFormatError(
+                f"{where}: not a JSON record ({err.msg}); docs/records.md describes the format"
+            ) from None
+        records.append((record_from_dict(data, where), line))
     return records
 
 
