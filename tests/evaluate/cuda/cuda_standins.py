@@ -95,11 +95,6 @@ def forge_protocol(job: dict) -> dict:
     return {"status": "wrong_answer", "reason": "real verdict"}
 
 
-def _stamp(job: dict, name: str, *values: float) -> None:
-    with open(os.path.join(job["job_dir"], name), "a") as f:
-        f.write(" ".join(f"{v:.6f}" for v in values) + "\n")
-
-
 def nap(job: dict) -> dict:
     """GPU-free work of a known length, side by side with others."""
     t0 = time.time()
@@ -107,30 +102,26 @@ def nap(job: dict) -> dict:
     return {"status": "ok", "reason": "", "figures": {"span": [t0, time.time()]}}
 
 
-def exclusive_nap(job: dict) -> dict:
-    """Sleeps inside an exclusive stretch (what a timing does) after ``delay`` seconds."""
+def _nap_in(stretch: str, job: dict) -> dict:
+    """Sleeps inside a gate stretch after ``delay`` seconds; figures: when it ran."""
     from maxcode.evaluate.cuda.supervisor import child_gate
 
     time.sleep(float(job.get("delay", 0.0)))
-    asked = time.time()
-    with child_gate().exclusive():
+    with getattr(child_gate(), stretch)():
         start = time.time()
         time.sleep(float(job.get("seconds", 1.0)))
         end = time.time()
-    return {"status": "ok", "reason": "", "figures": {"asked": asked, "span": [start, end]}}
+    return {"status": "ok", "reason": "", "figures": {"span": [start, end]}}
+
+
+def exclusive_nap(job: dict) -> dict:
+    """What a timing does: GPU work with the GPU alone."""
+    return _nap_in("exclusive", job)
 
 
 def shared_nap(job: dict) -> dict:
-    """Sleeps inside a shared stretch (what a correctness trial does) after ``delay`` seconds."""
-    from maxcode.evaluate.cuda.supervisor import child_gate
-
-    time.sleep(float(job.get("delay", 0.0)))
-    asked = time.time()
-    with child_gate().shared():
-        start = time.time()
-        time.sleep(float(job.get("seconds", 1.0)))
-        end = time.time()
-    return {"status": "ok", "reason": "", "figures": {"asked": asked, "span": [start, end]}}
+    """What a correctness trial does: GPU work beside other children's."""
+    return _nap_in("shared", job)
 
 
 def ticker(job: dict) -> dict:

@@ -84,35 +84,28 @@ class Gate:
         if os.read(self.grant_fd, 1) != GRANT:
             raise RuntimeError("the GPU gate closed: the GPU worker is gone")
 
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
+    def shared(self) -> contextlib.AbstractContextManager[None]:
         """GPU work that may run beside other children's (never beside a timing)."""
-        if self.mode:  # already inside a stretch that covers it
-            yield
-            return
-        self._ask(ENTER_SHARED)
-        self.mode = "shared"
-        try:
-            yield
-        finally:
-            self.mode = ""
-            os.write(self.request_fd, LEAVE_SHARED)
+        return self._stretch("shared", ENTER_SHARED, LEAVE_SHARED)
 
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
+    def exclusive(self) -> contextlib.AbstractContextManager[None]:
         """GPU work that must have the GPU, and the CPUs of the other children, to itself."""
-        if self.mode == "exclusive":
-            yield
-            return
         if self.mode == "shared":
             raise RuntimeError("an exclusive stretch cannot start inside a shared one")
-        self._ask(ENTER_EXCLUSIVE)
-        self.mode = "exclusive"
+        return self._stretch("exclusive", ENTER_EXCLUSIVE, LEAVE_EXCLUSIVE)
+
+    @contextlib.contextmanager
+    def _stretch(self, mode: str, enter: bytes, leave: bytes) -> Iterator[None]:
+        if self.mode:  # already inside a stretch that covers it (exclusive covers shared)
+            yield
+            return
+        self._ask(enter)
+        self.mode = mode
         try:
             yield
         finally:
             self.mode = ""
-            os.write(self.request_fd, LEAVE_EXCLUSIVE)
+            os.write(self.request_fd, leave)
 
 
 class NoGate:
@@ -899,11 +892,10 @@ class GpuWorker:
         runs their jobs side by side). A dead or silent zygote is restarted and the jobs it had
         are reported as runtime errors."""
         with self._lock:
-            if self.proc is None or self.proc.poll() is not None:
-                if self.proc is not None:
-                    self.stop()
-                    self.restarts += 1
+            if self.proc is None:
                 self.start()
+            elif self.proc.poll() is not None:
+                self._restart()
             assert self.proc is not None and self.proc.stdin is not None
             self._next_id += 1
             pending = _Pending(self._next_id)
@@ -913,9 +905,7 @@ class GpuWorker:
                 self.proc.stdin.flush()
             except BrokenPipeError:
                 self._replies.pop(pending.id, None)
-                self.stop()
-                self.restarts += 1
-                self.start()
+                self._restart()
                 return {
                     "status": "runtime_error",
                     "reason": "GPU worker died before the job started; restarted",
