@@ -46,6 +46,11 @@ class SandboxUnavailable(UserError):
     the message names the setting and why this host cannot give it."""
 
 
+class CompilerError(UserError, RuntimeError):
+    """The C++ compiler itself cannot run (missing, broken, killed): not a candidate's compile
+    error, and never cached as one."""
+
+
 class BudgetExhausted(Exception):
     """A part (an LLM backend, an evaluator) reached a hard budget; the loop stops cleanly."""
 

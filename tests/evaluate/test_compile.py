@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from maxcode.evaluate.compile import Compiler, CompilerError, first_error_line, trim_log
+from maxcode.errors import CompilerError
+from maxcode.evaluate.compile import Compiler, first_error_line, trim_log
 
 from .leftovers import processes_naming
 
@@ -65,6 +66,49 @@ def test_a_compile_past_the_limit_is_killed_with_its_subprocesses_and_temp_files
     assert processes_naming(tmp_path) == []
     assert list(system_tmp.iterdir()) == []
     assert list(c.dir.iterdir()) == []  # a timeout is not cached: no binary, no failure
+
+
+def _flaky_compiler(tmp_path: Path, monkeypatch, kills: int, stderr: str = "") -> Path:
+    """A g++ whose first ``kills`` runs die: by SIGKILL, or saying ``stderr`` and exiting 1."""
+    script = tmp_path / "flaky-g++"
+    die = f'echo "{stderr}" >&2; exit 1' if stderr else "kill -9 $$"
+    script.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = --version ] && exec g++ --version\n'
+        'n=$(cat "$FLAKY_COUNT" 2>/dev/null || echo 0); echo $((n + 1)) > "$FLAKY_COUNT"\n'
+        f'if [ "$n" -lt {kills} ]; then {die}; fi\n'
+        'exec g++ "$@"\n'
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("FLAKY_COUNT", str(tmp_path / "runs"))
+    return script
+
+
+def _runs(tmp_path: Path) -> int:
+    return int((tmp_path / "runs").read_text())
+
+
+def test_a_compiler_killed_once_by_a_signal_is_run_again(tmp_path, monkeypatch):
+    # a cancelled SLURM job killed g++ mid-compile; that failure, cached, sank the rerun
+    c = Compiler(tmp_path / "cache", compiler=str(_flaky_compiler(tmp_path, monkeypatch, 1)))
+    out = c.compile(HELLO)
+    assert out.ok and out.binary.is_file() and _runs(tmp_path) == 2
+
+
+def test_a_compiler_killed_twice_is_an_error_and_nothing_is_cached(tmp_path, monkeypatch):
+    c = Compiler(tmp_path / "cache", compiler=str(_flaky_compiler(tmp_path, monkeypatch, 2)))
+    with pytest.raises(CompilerError, match="killed by SIGKILL twice"):
+        c.compile(HELLO)
+    assert list(c.dir.iterdir()) == []
+    assert c.compile(HELLO).ok and _runs(tmp_path) == 3
+
+
+def test_a_subprogram_killed_by_a_signal_is_not_cached(tmp_path, monkeypatch):
+    said = "g++: fatal error: Killed signal terminated program cc1plus"
+    c = Compiler(tmp_path / "cache", compiler=str(_flaky_compiler(tmp_path, monkeypatch, 1, said)))
+    first = c.compile(HELLO)
+    assert not first.ok and first.first_error == said and not first.cached
+    assert c.compile(HELLO).ok and _runs(tmp_path) == 2
 
 
 def test_missing_compiler_is_a_clear_error(tmp_path):

@@ -13,8 +13,7 @@ from typing import Annotated
 
 import typer
 
-from maxcode.errors import TaskFormatError
-from maxcode.evaluate.compile import CompilerError
+from maxcode.errors import CompilerError, TaskFormatError
 from maxcode.evaluate.cpp import TIMING_MODES, CppEvalConfig, CppEvaluator, EvaluatorError
 from maxcode.evaluate.sandbox import SandboxError
 from maxcode.tasks.model import Task

@@ -3,7 +3,9 @@
 The key is source + compiler + flags + the compiler's version line, so a cached binary is
 reused by every process (several Snakemake jobs share one cache) and a compiler upgrade
 never serves a stale binary. Binaries and failures are published by atomic rename, so
-concurrent compiles of the same source race harmlessly.
+concurrent compiles of the same source race harmlessly. Only a failure the compiler
+explained is cached: a compiler killed by a signal (a cancelled job, the OOM killer) or by
+the time limit says nothing about the source.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,12 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from maxcode.errors import CompilerError
+
 PIE_FLAGS = ("--std=c++17", "-O3")
 LOG_LIMIT = 4000  # characters of diagnostics kept as feedback
-
-
-class CompilerError(RuntimeError):
-    """The compiler itself cannot run (missing, broken); not a candidate's compile error."""
+# The driver's words when one of its programs (cc1plus, as, ld) died by a signal.
+_SUBPROGRAM_KILLED = re.compile(r"signal terminated program|internal compiler error: Killed")
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,14 @@ class Compiler:
             start = time.perf_counter()
             cmd = ["nice", "-n", "5", exe, *self.flags, "-o", str(out), str(src)]
             finished = _run_compiler(cmd, Path(tmp), self.timeout_s)
+            if finished is not None and finished.returncode < 0:  # the driver itself was killed
+                finished = _run_compiler(cmd, Path(tmp), self.timeout_s)
+                if finished is not None and finished.returncode < 0:
+                    name = signal.Signals(-finished.returncode).name
+                    raise CompilerError(
+                        f"{self.compiler} was killed by {name} twice while compiling (out of "
+                        "memory, or the job was cancelled?); nothing was cached: run again"
+                    )
             if finished is None:
                 # not cached: a timeout can come from machine load rather than the source
                 log = f"error: compilation exceeded {self.timeout_s:g} s"
@@ -152,8 +163,8 @@ class Compiler:
                 os.replace(out, binary)
                 return CompileOutcome(True, binary, log, "", False, seconds)
             first = first_error_line(log) or "compiler produced no binary"
-            record = json.dumps({"log": log, "first_error": first})
-            tmp_fail = Path(tmp) / "error.json"
-            tmp_fail.write_text(record)
-            os.replace(tmp_fail, failure)
+            if finished.returncode > 0 and not _SUBPROGRAM_KILLED.search(log):
+                tmp_fail = Path(tmp) / "error.json"
+                tmp_fail.write_text(json.dumps({"log": log, "first_error": first}))
+                os.replace(tmp_fail, failure)
             return CompileOutcome(False, None, log, first, False, seconds)

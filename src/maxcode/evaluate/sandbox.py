@@ -442,16 +442,20 @@ class Confinement:
 STATUS_LINE = re.compile(r"^exit=(-?\d+) signal=(\d+) timeout=\d .*setup_error=(.*)$", re.M)
 
 
+# The exit status confined_returncode gives when the program never ran or never reported.
+LAUNCH_FAILED = 111
+
+
 def confined_returncode(stderr: str) -> tuple[int, str]:
     """(the program's exit status as ``Popen.returncode`` has it, stderr without the status
     lines): the launcher itself exits 0 whenever it could report."""
     found = STATUS_LINE.findall(stderr)
     rest = STATUS_LINE.sub("", stderr).rstrip("\n")
     if not found:
-        return 111, rest + "\nsandbox launcher gave no status"
+        return LAUNCH_FAILED, rest + "\nsandbox launcher gave no status"
     errors = [setup_error.strip() for _, _, setup_error in found if setup_error.strip()]
     if errors:
-        return 111, rest + f"\nsandbox setup failed: {errors[0]}"
+        return LAUNCH_FAILED, rest + f"\nsandbox setup failed: {errors[0]}"
     code, sig, _ = found[-1]
     return (-int(sig) if int(sig) else int(code)), rest
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import threading
 import time
 
@@ -113,6 +115,25 @@ def test_compile_error_is_trimmed_cached_and_names_the_first_error(cache):
     assert str(cache.root) not in out.log
     again = cache.build(broken)
     assert again.cached and again.first_error == out.first_error
+
+
+def test_a_compiler_killed_by_a_signal_is_not_cached(cache, monkeypatch):
+    """A cancelled job or the OOM killer says nothing about the source: the next try builds."""
+    real_start = build_module._start_jobs
+
+    def start_then_kill(jobs, cwd):
+        started = real_start(jobs, cwd)
+        for job in started.values():
+            os.killpg(job.proc.pid, signal.SIGKILL)
+        return started
+
+    monkeypatch.setattr(build_module, "_start_jobs", start_then_kill)
+    out = cache.build(tiny("// killed"))
+    assert not out.ok and out.failed_step == "killed"
+    assert out.first_error.startswith("host was killed by SIGKILL")
+    assert cache.lookup(out.key) is None
+    monkeypatch.setattr(build_module, "_start_jobs", real_start)
+    assert cache.build(tiny("// killed")).ok
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

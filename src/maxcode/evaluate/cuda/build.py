@@ -44,6 +44,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -58,7 +59,7 @@ from types import ModuleType
 from typing import IO, Any
 
 from maxcode.evaluate.cuda.host_split import SPLIT_VERSION, split_host_functions
-from maxcode.evaluate.sandbox import Confinement, confined_returncode, uid_slot
+from maxcode.evaluate.sandbox import LAUNCH_FAILED, Confinement, confined_returncode, uid_slot
 from maxcode.evaluate.scrub import allowed_env
 
 _local = threading.local()  # the confinement of the build this thread is running, if any
@@ -420,9 +421,8 @@ class BuildOutcome:
     so_path: str | None = None
     log: str = ""  # trimmed compiler output
     first_error: str = ""
-    failed_step: str = (
-        ""  # "pch" | "host" | "cuda" | "link" | "timeout" | "load" (prebuilt not visible)
-    )
+    # "pch" | "host" | "cuda" | "link" | "load" (prebuilt not visible), or one of NOT_CACHED
+    failed_step: str = ""
     seconds: float = 0.0  # wall time of this build (0 when served from cache)
     steps: dict[str, float] = field(default_factory=dict)  # seconds per step
     # What the .cu was compiled against: "cuda only", "ATen ops", "torch/types.h", "as written"
@@ -434,6 +434,21 @@ class BuildOutcome:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# Failed steps that say nothing about the source: out of time, or a compiler killed (a
+# cancelled job, the OOM killer) or never started; never cached, the next try builds again.
+NOT_CACHED = ("timeout", "killed")
+
+
+def no_verdict(step: str, rc: int, log: str) -> str:
+    """Why ``step`` ended without the compiler's word on the source ("" when it had it)."""
+    if rc < 0:
+        return f"{step} was killed by {signal.Signals(-rc).name} (out of memory, or cancelled?)"
+    last = log.rstrip().rpartition("\n")[2]
+    if rc == LAUNCH_FAILED and last.startswith(("sandbox launcher gave", "sandbox setup failed")):
+        return f"{step}: {last}"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -718,8 +733,8 @@ class BuildCache:
             with self._confined(work):
                 self._compile_and_link(spec, flags, work, outcome, deadline)
             outcome.seconds = round(time.monotonic() - start, 3)
-            if outcome.failed_step == "timeout":
-                return outcome  # not deterministic: never cached
+            if outcome.failed_step in NOT_CACHED:
+                return outcome
             final = self.out / "ext" / key
             if outcome.ok:
                 outcome.so_path = str(final / f"{spec.name}.so")
@@ -775,8 +790,11 @@ class BuildCache:
                 )
                 return
             if rc != 0:
-                outcome.failed_step = step
                 outcome.log, outcome.first_error = trim_log(log, work)
+                why = no_verdict(step, rc, log)
+                outcome.failed_step, outcome.first_error = (
+                    ("killed", why) if why else (step, outcome.first_error)
+                )
                 return
         objects = ["main.o"] + (["cuda.cuda.o"] if spec.with_cuda else [])
         link = {"link": [*flags.cxx, *objects, *flags.ldflags, "-o", f"{spec.name}.so"]}
@@ -788,8 +806,11 @@ class BuildCache:
                 "link exceeded the build time limit",
             )
         elif rc != 0:
-            outcome.failed_step = "link"
             outcome.log, outcome.first_error = trim_log(log, work)
+            why = no_verdict("link", rc, log)
+            outcome.failed_step, outcome.first_error = (
+                ("killed", why) if why else ("link", outcome.first_error)
+            )
         else:
             outcome.ok = True
 
@@ -836,6 +857,13 @@ class BuildCache:
             outcome.steps.update({step: secs for step, (_, _, secs) in results.items()})
             outcome.failed_step = "timeout"
             outcome.first_error = "the build exceeded its time limit"
+            return True
+        killed = [
+            why for step, (rc, log, _) in results.items() if (why := no_verdict(step, rc, log))
+        ]
+        if killed:
+            outcome.steps.update({step: secs for step, (_, _, secs) in results.items()})
+            outcome.failed_step, outcome.first_error = "killed", killed[0]
             return True
         failed = next((step for step, (rc, _, _) in results.items() if rc != 0), None)
         if failed is None:
@@ -983,13 +1011,11 @@ class BuildCache:
                 with self._confined(work):
                     rc, log, _ = _run_parallel({"pch": cmd}, work, deadline)["pch"]
                 if rc != 0:
-                    failed = BuildOutcome(
-                        key=key,
-                        name="pch",
-                        ok=False,
-                        failed_step="timeout" if rc is None else "pch",
-                    )
+                    why = "" if rc is None else no_verdict("pch", rc, log)
+                    step = "timeout" if rc is None else "killed" if why else "pch"
+                    failed = BuildOutcome(key=key, name="pch", ok=False, failed_step=step)
                     failed.log, failed.first_error = trim_log(log or "timeout", work)
+                    failed.first_error = why or failed.first_error
                     return failed
                 (work / "ok").write_text("")
                 readable_by_all(work)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from maxcode.errors import SandboxUnavailable
-from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec, detect_toolchain
+from maxcode.evaluate.cuda.build import NOT_CACHED, BuildCache, ExtensionSpec, detect_toolchain
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
 from maxcode.evaluate.cuda.figures import (
@@ -282,7 +282,7 @@ class CudaEvaluator:
         else:
             reply = self._run_compile_job(job)
             deterministic = (
-                all(b["failed_step"] != "timeout" for b in reply["builds"])
+                all(b["failed_step"] not in NOT_CACHED for b in reply["builds"])
                 and reply.get("import_error") is None
             )
             if deterministic:
