@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from maxcode.evaluate.sandbox import Limits, Sandbox, SandboxError, isolation_statement
+from maxcode.evaluate.sandbox import (
+    Limits,
+    Sandbox,
+    SandboxError,
+    isolation_statement,
+    signal_name,
+)
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="namespace isolation needs root here")
@@ -162,3 +168,8 @@ def test_cpu_slots_are_exclusive_and_released():
         assert got == []  # both taken: the third evaluation waits
     waiter.join(2)
     assert got and got[0] in cpus
+
+
+def test_signal_name_names_real_time_signals_python_has_no_name_for():
+    # a candidate may die by SIGRTMIN+6; the reason must still be written, not raise
+    assert signal_name(9) == "SIGKILL" and signal_name(40) == "signal 40"

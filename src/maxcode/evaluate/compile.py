@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maxcode.errors import CompilerError
+from maxcode.evaluate.sandbox import signal_name
 
 PIE_FLAGS = ("--std=c++17", "-O3")
 LOG_LIMIT = 4000  # characters of diagnostics kept as feedback
@@ -146,7 +147,7 @@ class Compiler:
             if finished is not None and finished.returncode < 0:  # the driver itself was killed
                 finished = _run_compiler(cmd, Path(tmp), self.timeout_s)
                 if finished is not None and finished.returncode < 0:
-                    name = signal.Signals(-finished.returncode).name
+                    name = signal_name(-finished.returncode)
                     raise CompilerError(
                         f"{self.compiler} was killed by {name} twice while compiling (out of "
                         "memory, or the job was cancelled?); nothing was cached: run again"

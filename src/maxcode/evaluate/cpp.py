@@ -32,7 +32,7 @@ from pathlib import Path
 
 from maxcode.evaluate.compile import PIE_FLAGS, Compiler
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
-from maxcode.evaluate.sandbox import Limits, RunOutcome, Sandbox, cpu_slot
+from maxcode.evaluate.sandbox import Limits, RunOutcome, Sandbox, cpu_slot, signal_name
 from maxcode.loader import load
 from maxcode.records import atomic_write_json
 from maxcode.tasks.model import Task, TestCase
@@ -576,13 +576,7 @@ class CppEvaluator:
 
 def _crash_reason(out: RunOutcome) -> str:
     if out.signal is not None:
-        import signal as _signal
-
-        try:
-            name = _signal.Signals(out.signal).name
-        except ValueError:
-            name = f"signal {out.signal}"
-        head = f"killed by {name}"
+        head = f"killed by {signal_name(out.signal)}"
     else:
         head = f"exit code {out.exit_code}"
     tail = out.stderr.decode(errors="replace").strip().splitlines()[-3:]

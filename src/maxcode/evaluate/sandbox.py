@@ -442,6 +442,14 @@ class Confinement:
 STATUS_LINE = re.compile(r"^exit=(-?\d+) signal=(\d+) timeout=\d .*setup_error=(.*)$", re.M)
 
 
+def signal_name(number: int) -> str:
+    """``SIGKILL`` for 9; ``signal 40`` for a real-time signal Python has no name for."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 # The exit status confined_returncode gives when the program never ran or never reported.
 LAUNCH_FAILED = 111
 

@@ -44,7 +44,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -59,7 +58,13 @@ from types import ModuleType
 from typing import IO, Any
 
 from maxcode.evaluate.cuda.host_split import SPLIT_VERSION, split_host_functions
-from maxcode.evaluate.sandbox import LAUNCH_FAILED, Confinement, confined_returncode, uid_slot
+from maxcode.evaluate.sandbox import (
+    LAUNCH_FAILED,
+    Confinement,
+    confined_returncode,
+    signal_name,
+    uid_slot,
+)
 from maxcode.evaluate.scrub import allowed_env
 
 _local = threading.local()  # the confinement of the build this thread is running, if any
@@ -444,7 +449,7 @@ NOT_CACHED = ("timeout", "killed")
 def no_verdict(step: str, rc: int, log: str) -> str:
     """Why ``step`` ended without the compiler's word on the source ("" when it had it)."""
     if rc < 0:
-        return f"{step} was killed by {signal.Signals(-rc).name} (out of memory, or cancelled?)"
+        return f"{step} was killed by {signal_name(-rc)} (out of memory, or cancelled?)"
     last = log.rstrip().rpartition("\n")[2]
     if rc == LAUNCH_FAILED and last.startswith(("sandbox launcher gave", "sandbox setup failed")):
         return f"{step}: {last}"

@@ -50,6 +50,7 @@ from maxcode.evaluate.sandbox import (
     gpu_nodes_open_to_all,
     jail_child,
     say_once,
+    signal_name,
     uid_slot,
 )
 from maxcode.evaluate.scrub import allowed_env
@@ -308,7 +309,7 @@ class Supervisor:
             }
         elif verdict is None:
             how = (
-                f"signal {signal.Signals(-os.waitstatus_to_exitcode(status)).name}"
+                signal_name(-os.waitstatus_to_exitcode(status))
                 if status is not None and os.WIFSIGNALED(status)
                 else f"exit code {os.waitstatus_to_exitcode(status) if status is not None else '?'}"
             )
