@@ -440,6 +440,14 @@ class BuildOutcome:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def fail(self, step: str, rc: int, log: str, work: Path) -> None:
+        """``step`` exited with ``rc``: keep the compiler's first error, or say why it gave
+        none (then the failed step is ``killed``, which is not cached)."""
+        self.log, self.first_error = trim_log(log, work)
+        why = no_verdict(step, rc, log)
+        self.failed_step = "killed" if why else step
+        self.first_error = why or self.first_error
+
 
 # Failed steps that say nothing about the source: out of time, or a compiler killed (a
 # cancelled job, the OOM killer) or never started; never cached, the next try builds again.
@@ -795,11 +803,7 @@ class BuildCache:
                 )
                 return
             if rc != 0:
-                outcome.log, outcome.first_error = trim_log(log, work)
-                why = no_verdict(step, rc, log)
-                outcome.failed_step, outcome.first_error = (
-                    ("killed", why) if why else (step, outcome.first_error)
-                )
+                outcome.fail(step, rc, log, work)
                 return
         objects = ["main.o"] + (["cuda.cuda.o"] if spec.with_cuda else [])
         link = {"link": [*flags.cxx, *objects, *flags.ldflags, "-o", f"{spec.name}.so"]}
@@ -811,11 +815,7 @@ class BuildCache:
                 "link exceeded the build time limit",
             )
         elif rc != 0:
-            outcome.log, outcome.first_error = trim_log(log, work)
-            why = no_verdict("link", rc, log)
-            outcome.failed_step, outcome.first_error = (
-                ("killed", why) if why else ("link", outcome.first_error)
-            )
+            outcome.fail("link", rc, log, work)
         else:
             outcome.ok = True
 
@@ -1016,11 +1016,12 @@ class BuildCache:
                 with self._confined(work):
                     rc, log, _ = _run_parallel({"pch": cmd}, work, deadline)["pch"]
                 if rc != 0:
-                    why = "" if rc is None else no_verdict("pch", rc, log)
-                    step = "timeout" if rc is None else "killed" if why else "pch"
-                    failed = BuildOutcome(key=key, name="pch", ok=False, failed_step=step)
-                    failed.log, failed.first_error = trim_log(log or "timeout", work)
-                    failed.first_error = why or failed.first_error
+                    failed = BuildOutcome(key=key, name="pch", ok=False)
+                    if rc is None:
+                        failed.failed_step = "timeout"
+                        failed.log, failed.first_error = trim_log(log or "timeout", work)
+                    else:
+                        failed.fail("pch", rc, log, work)
                     return failed
                 (work / "ok").write_text("")
                 readable_by_all(work)
