@@ -93,8 +93,12 @@ def stage_seconds(result: EvalResult) -> dict[str, float]:
         out["compile"] = fig["compile_seconds"]
     if not fig.get("build_cached") and "compile_wall_seconds" in fig:
         out["compile (job wall)"] = fig["compile_wall_seconds"]
+    if "gpu_queue_seconds" in fig:
+        out["queued for the GPU"] = fig["gpu_queue_seconds"]
     for name, seconds in (fig.get("stage_seconds") or {}).items():
         out[name] = seconds
+    if "reference_wait_seconds" in fig:
+        out["reference (wait)"] = fig["reference_wait_seconds"]
     return out
 
 
@@ -178,6 +182,8 @@ def _row(c: RealCandidate, r: EvalResult, arrival: float) -> dict[str, Any]:
         "sandbox": r.sandbox,
         "run_alone_after": r.figures.get("run_alone_after"),
         "paused_s": r.figures.get("paused_seconds"),
+        "trial_inputs_ahead": r.figures.get("trial_inputs_ahead"),
+        "warnings": r.figures.get("warnings", []),
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -176,3 +177,29 @@ def test_sharing_the_gpu_changes_no_verdict_and_no_speedup(builtin_tasks, cache_
     for shared, single in zip(results, alone, strict=True):
         if shared.status is Status.OK:
             assert shared.speedup == pytest.approx(single.speedup, rel=0.15), shared.figures
+
+
+def test_large_inputs_are_made_by_helpers_in_the_sandboxed_process(saxpy_task, cache_dir):
+    """Multi-GB KernelBench inputs come from forked helpers (trial_inputs) inside the
+    candidate's sandboxed process: the candidate is judged as with serial inputs."""
+    from cuda_candidates import candidate_source
+
+    big = dataclasses.replace(
+        saxpy_task,
+        task_id="saxpy-1GB-inputs",
+        reference_source=saxpy_task.reference_source.replace("batch_size = 16", "batch_size = 128"),
+    )
+    assert "batch_size = 128" in big.reference_source
+    with CudaEvaluator(CudaEvalConfig(timing_seconds=0), cache_dir) as ev:
+        fast, wrong = ev.evaluate_items(
+            [
+                (big, candidate_source("1_Scaled_vector_add.py", "fast")),
+                (big, candidate_source("1_Scaled_vector_add.py", "wrong")),
+            ]
+        )
+    assert fast.status is Status.OK, f"{fast.reason}\n{fast.figures.get('output_tail', '')}"
+    assert fast.figures["trial_inputs_ahead"] > 1
+    assert not [w for w in fast.figures["warnings"] if "input helper" in w]
+    assert len(fast.tests) == 5 and all(t.status is Status.OK for t in fast.tests)
+    assert fast.figures["stage_seconds"]["correctness_inputs"] > 0
+    assert wrong.status is Status.WRONG_ANSWER

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cuda_candidates import candidate_source
@@ -14,7 +15,7 @@ from cuda_candidates import candidate_source
 import maxcode.evaluate.cuda.evaluator as evaluator_module
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda.compile_job import PROCESS_OVERHEAD_MB, gpu_memory_estimate_mb
-from maxcode.evaluate.cuda.gpus import GpuMemoryLedger, GpuQueue, gpu_slots
+from maxcode.evaluate.cuda.gpus import MAX_OVERTAKES, GpuMemoryLedger, GpuQueue, gpu_slots
 from maxcode.evaluate.result import Status
 
 STATS = {"median": 1.0, "iqr": 0.01, "n": 20}
@@ -279,7 +280,7 @@ def test_the_compile_job_estimates_a_tasks_gpu_memory_from_shapes(tmp_path):
         "    return []\n"
     )
     weights = (1024 * 512 + 512) * 4
-    expected = (2 * weights + 3 * 4096 * 1024 * 4 + 4 * 4096 * 512 * 4) / 2**20
+    expected = (2 * weights + 3 * 4096 * 1024 * 4 + 2 * 4096 * 512 * 4) / 2**20
     assert gpu_memory_estimate_mb(ref) == pytest.approx(expected + PROCESS_OVERHEAD_MB, abs=0.1)
     ref.write_text(
         ref.read_text().replace("return self.fc(x)", "return self.fc(x) * x.sum().item()")
@@ -317,20 +318,85 @@ def test_evaluator_module_keeps_verdicts_sharing_cannot_explain():
     assert Path(evaluator_module.__file__).name == "evaluator.py"
 
 
-def test_the_queue_lets_jobs_in_oldest_first_each_once_it_fits():
+def _taker(queue: GpuQueue, ledger: GpuMemoryLedger) -> tuple[threading.Thread, list]:
+    """queue.take in a thread (it blocks until a job fits); what it took lands in the list."""
+    got: list = []
+    thread = threading.Thread(target=lambda: got.append(queue.take(ledger)), daemon=True)
+    thread.start()
+    return thread, got
+
+
+def _take_now(queue: GpuQueue, ledger: GpuMemoryLedger) -> Any:
+    """The job a take gets within a moment, or None if it is still waiting."""
+    thread, got = _taker(queue, ledger)
+    thread.join(0.3)
+    return got[0][0] if got and got[0] else None
+
+
+def test_the_queue_lets_in_the_oldest_job_that_fits_and_a_small_one_may_pass_a_large_one():
     cond = threading.Condition()
     ledger = GpuMemoryLedger(budget_mb=100.0, slots=4, cond=cond)
     queue = GpuQueue(cond)
-    for name, need in (("first", 60.0), ("second", 50.0), ("third", 10.0)):
+    for name, need in (("first", 60.0), ("second", 50.0), ("third", 10.0), ("fourth", 20.0)):
         queue.put(name, need)
     queue.close()
     first, a = queue.take(ledger)
-    got: list = []
-    taker = threading.Thread(target=lambda: got.append(queue.take(ledger)[0]))
-    taker.start()
-    time.sleep(0.3)
-    assert first == "first" and got == []  # "second" does not fit beside "first"; nobody overtakes
+    # "second" does not fit beside "first"; "third" and "fourth" do
+    assert (first, _take_now(queue, ledger), _take_now(queue, ledger)) == (
+        "first",
+        "third",
+        "fourth",
+    )
+    waiting, got = _taker(queue, ledger)
+    waiting.join(0.3)
+    assert got == []  # 90 of 100 in use: "second" waits for memory
     ledger.leave(a)
-    taker.join()
-    assert got == ["second"]
-    assert queue.take(ledger)[0] == "third" and queue.take(ledger) is None
+    waiting.join(5)
+    assert got[0][0] == "second" and queue.take(ledger) is None
+
+
+def test_a_waiting_job_is_passed_at_most_max_overtakes_times():
+    cond = threading.Condition()
+    ledger = GpuMemoryLedger(budget_mb=100.0, slots=64, cond=cond)
+    queue = GpuQueue(cond)
+    queue.put("running", 60.0)
+    queue.put("large", 50.0)
+    for i in range(MAX_OVERTAKES + 2):
+        queue.put(f"small{i}", 1.0)
+    queue.close()
+    _, running = queue.take(ledger)
+    passed = [_take_now(queue, ledger) for _ in range(MAX_OVERTAKES)]
+    assert passed == [f"small{i}" for i in range(MAX_OVERTAKES)]
+    waiting, got = _taker(queue, ledger)
+    waiting.join(0.3)
+    assert got == []  # a small job would fit, but "large" has been passed enough
+    ledger.leave(running)
+    waiting.join(5)
+    assert got[0][0] == "large"
+
+
+def test_a_reference_that_waits_for_memory_goes_before_new_candidates():
+    """Correct candidates wait for their task's reference, each holding a slot: the reference
+    must not be passed by a stream of new candidates that each fit."""
+    cond = threading.Condition()
+    ledger = GpuMemoryLedger(budget_mb=100.0, slots=4, cond=cond)
+    queue = GpuQueue(cond)
+    queue.put("small", 10.0)
+    queue.close()
+    running = ledger.enter(60.0)
+    order: list[str] = []
+
+    def reference() -> None:
+        with ledger.admit(50.0, urgent=True):
+            order.append("reference")
+
+    waiting = threading.Thread(target=reference, daemon=True)
+    waiting.start()
+    time.sleep(0.2)
+    taker, took = _taker(queue, ledger)
+    taker.join(0.3)
+    assert took == []  # "small" would fit beside the running job, but the reference waits
+    ledger.leave(running)
+    waiting.join(5)
+    taker.join(5)
+    assert order == ["reference"] and took[0][0] == "small"

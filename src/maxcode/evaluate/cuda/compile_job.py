@@ -100,12 +100,12 @@ def gpu_memory_estimate_mb(reference_path: Path) -> float | None:
 
     The reference is built and run on torch's ``meta`` device (no data, no GPU): an
     evaluation holds the reference's and the candidate's weights, three input sets (a
-    correctness trial's, the timing set and its swap partner) and a few outputs (the
-    reference's, the candidate's, a timed round's check), plus the process's own overhead.
-    On the H100 the peaks of real level-1 candidates were 3.8x their input for an
-    elementwise problem (input and output of one size) and 2.9x for a reduction, so this
-    overestimates the outputs' share; it is what the 64-candidate run measured with
-    (fewer multi-GB jobs side by side, which contend for the CPUs that make their inputs).
+    correctness trial's, the timing set and its swap partner) and two outputs (the
+    reference's and the candidate's), plus the process's own overhead. On the H100 the peaks
+    of real level-1 candidates were 3.8x their input for an elementwise problem (input and
+    output of one size; this gives 5x) and 2.9x for a reduction (3x). Four outputs, as
+    before, made an elementwise problem's estimate 7x its input (46 GB for a 6.4 GB input):
+    the admission then held small jobs back behind it (2026-11-27).
     None when the reference does not run on ``meta`` (the evaluator then assumes an even
     share of the GPU, and a job that runs out beside others is run again alone).
     """
@@ -120,7 +120,7 @@ def gpu_memory_estimate_mb(reference_path: Path) -> float | None:
     except Exception:
         return None
     weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
-    needed = 2 * weights + 3 * _tensor_bytes(inputs) + 4 * _tensor_bytes(outputs)
+    needed = 2 * weights + 3 * _tensor_bytes(inputs) + 2 * _tensor_bytes(outputs)
     return round(needed / 2**20 + PROCESS_OVERHEAD_MB, 1)
 
 

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -91,6 +92,7 @@ class _Job:
     result: EvalResult | None = None
     prebuilt: dict[str, str] = field(default_factory=dict)  # spec digest -> build key
     gpu_memory_mb: float | None = None  # what its process is expected to need (compile job)
+    queued_at: float = 0.0  # when its build finished and it joined the GPU queue
 
 
 class CudaEvaluator:
@@ -190,6 +192,7 @@ class CudaEvaluator:
                     for fut in as_completed(futures):
                         job = futures[fut]
                         if fut.result():
+                            job.queued_at = time.monotonic()
                             gpu_queue.put(job, self._need_mb(job))
                         else:
                             done(job.index, job.result)
@@ -320,8 +323,6 @@ class CudaEvaluator:
     def _run_compile_job(self, job: _Job) -> dict[str, Any]:
         """The compile job runs the candidate's code, so it runs sandboxed (``self.jail``), the
         build cache read-only to it: it sends each spec here and this process builds it."""
-        import time
-
         cache = BuildCache(
             self.cache_dir / "build",
             self.cuda_arch,
@@ -551,6 +552,7 @@ class CudaEvaluator:
                     "memory_limit_mb": self.config.memory_limit_mb,
                 },
                 self._observed_mb.get(task.reference_source),
+                urgent=True,  # correct candidates wait for it, each holding a GPU slot
             )
         finally:
             shutil.rmtree(job_dir, ignore_errors=True)
@@ -580,6 +582,7 @@ class CudaEvaluator:
         payload: dict[str, Any],
         need_mb: float | None,
         admission: Admission | None = None,
+        urgent: bool = False,
     ) -> dict[str, Any]:
         """Run a job on ``worker``'s GPU once there is room for it (or with the ``admission``
         it was taken with); run it again with the GPU to itself when it ran out of memory or
@@ -588,13 +591,13 @@ class CudaEvaluator:
         ledger = self._ledger(worker)
         with contextlib.ExitStack() as held:
             if admission is None:
-                admission = held.enter_context(ledger.admit(need_mb))
+                admission = held.enter_context(ledger.admit(need_mb, urgent=urgent))
             else:
                 held.callback(ledger.leave, admission)
             reply = worker.run(payload)
         if admission.shared and _sharing_may_explain(reply):
             first = f"{reply.get('status')}: {str(reply.get('reason', ''))[:200]}"
-            with ledger.admit(need_mb, alone=True):
+            with ledger.admit(need_mb, alone=True, urgent=urgent):
                 reply = worker.run(payload)
             reply.setdefault("figures", {})["run_alone_after"] = first
         return reply
@@ -612,6 +615,7 @@ class CudaEvaluator:
     ) -> None:
         while (taken := jobs.take(self._ledger(worker))) is not None:
             job, admission = taken
+            job.figures["gpu_queue_seconds"] = round(time.monotonic() - job.queued_at, 3)
             known = self._known_reference(job.task, worker.gpu)
             reply = self._run_admitted(
                 worker,
@@ -634,7 +638,10 @@ class CudaEvaluator:
             reply = scrub_tree(reply)
             self._observe_memory(job.task, reply)
             if reply.get("status") in ("ok", "memory_limit"):
-                reply = self._against_reference(reply, self._reference_for(worker, job.task))
+                t0 = time.monotonic()
+                reference = self._reference_for(worker, job.task)  # measured now, or known
+                job.figures["reference_wait_seconds"] = round(time.monotonic() - t0, 3)
+                reply = self._against_reference(reply, reference)
             job.result = self._to_result(job, reply)
             job.result.sandbox = worker.sandbox
             _record_device(job.result, worker)
@@ -789,8 +796,6 @@ def _serve_builds(
     """Build each spec a sandboxed compile job asks for, until it closes the channel; False
     when the deadline passed first. A malformed request is answered with a failed build.
     ``prebuilt`` gets each built spec's digest and key (the GPU process loads by them)."""
-    import time
-
     fd = requests.fileno()
     while True:
         left = deadline - time.monotonic()

@@ -117,6 +117,7 @@ class GpuMemoryLedger:
         self._running: dict[int, Admission] = {}
         self._used = 0.0
         self._tokens = 0
+        self._urgent_waiting = 0  # jobs others wait behind (a reference candidates wait for)
 
     def need(self, need_mb: float | None, alone: bool = False) -> float:
         """The memory a job is counted for: its estimate, or an even share when unknown."""
@@ -126,8 +127,11 @@ class GpuMemoryLedger:
         need = need_mb or (budget or 0.0) / self.slots
         return min(need, budget) if budget else need
 
-    def fits(self, need_mb: float | None, alone: bool = False) -> bool:
-        """Whether the job could start now (call with ``cond`` held)."""
+    def fits(self, need_mb: float | None, alone: bool = False, urgent: bool = False) -> bool:
+        """Whether the job could start now (call with ``cond`` held); while an urgent job
+        waits, only urgent jobs may."""
+        if self._urgent_waiting and not urgent:
+            return False
         if not self._running:
             return True
         return not (
@@ -156,10 +160,19 @@ class GpuMemoryLedger:
             self.cond.notify_all()
 
     @contextmanager
-    def admit(self, need_mb: float | None, alone: bool = False) -> Iterator[Admission]:
+    def admit(
+        self, need_mb: float | None, alone: bool = False, urgent: bool = False
+    ) -> Iterator[Admission]:
+        """Wait until the job fits, then hold its place. An ``urgent`` job (a task's reference,
+        which the candidates already run wait for) gets in before any job that is not."""
         with self.cond:
-            while not self.fits(need_mb, alone):
-                self.cond.wait()
+            self._urgent_waiting += urgent
+            try:
+                while not self.fits(need_mb, alone, urgent):
+                    self.cond.wait()
+            finally:
+                self._urgent_waiting -= urgent
+                self.cond.notify_all()
             admission = self.enter(need_mb, alone)
         try:
             yield admission
@@ -167,25 +180,31 @@ class GpuMemoryLedger:
             self.leave(admission)
 
 
+MAX_OVERTAKES = 8
+"""How many later jobs may start before a waiting job that does not fit yet; then none may."""
+
+
 class GpuQueue:
     """Compiled candidates waiting for a GPU, in the order their builds finished.
 
-    A slot that frees up takes the oldest job once it fits beside what runs. (Largest first
-    was tried on the H100, 2026-11-26: the multi-GB level-1 problems, whose correctness
-    trials are bound by KernelBench's serial CPU generator, then filled every slot at once
-    and held up the small jobs behind them; 48 of 64 real candidates were done after 423 s,
-    against 64 of 64 in 491 s in arrival order.)
+    A slot that frees up takes the oldest job that fits beside what runs: a small job may
+    start before an older large one that waits for memory (backfill), but only
+    ``MAX_OVERTAKES`` times, so the large one is never held back for good. (Strict oldest
+    first left slots idle behind a level-1 job waiting for memory on the H100, 2026-11-26:
+    64 real candidates in 491 s. Largest first was worse: the multi-GB level-1 problems,
+    whose correctness trials are bound by KernelBench's serial CPU generator, filled every
+    slot and 48 of 64 were done after 423 s.)
     """
 
     def __init__(self, cond: threading.Condition):
         self.cond = cond
-        self._jobs: list[tuple[float | None, Any]] = []  # (memory estimate, job), oldest first
+        self._jobs: list[_Waiting] = []  # oldest first
         self._closed = False
 
     def put(self, job: Any, need_mb: float | None) -> None:
         """Queue a job with its memory estimate (None: unknown, an even share of the GPU)."""
         with self.cond:
-            self._jobs.append((need_mb, job))
+            self._jobs.append(_Waiting(need_mb, job))
             self.cond.notify_all()
 
     def close(self) -> None:
@@ -199,10 +218,28 @@ class GpuQueue:
             while True:
                 if not self._jobs and self._closed:
                     return None
-                if self._jobs and ledger.fits(self._jobs[0][0]):
-                    need, job = self._jobs.pop(0)
-                    return job, ledger.enter(need)
+                index = self._first_fitting(ledger)
+                if index is not None:
+                    for passed in self._jobs[:index]:
+                        passed.overtaken += 1
+                    waiting = self._jobs.pop(index)
+                    return waiting.job, ledger.enter(waiting.need_mb)
                 self.cond.wait()
+
+    def _first_fitting(self, ledger: GpuMemoryLedger) -> int | None:
+        for i, waiting in enumerate(self._jobs):
+            if ledger.fits(waiting.need_mb):
+                return i
+            if waiting.overtaken >= MAX_OVERTAKES:
+                return None  # its turn: nobody passes it any more
+        return None
+
+
+@dataclass
+class _Waiting:
+    need_mb: float | None
+    job: Any
+    overtaken: int = 0
 
 
 @contextmanager

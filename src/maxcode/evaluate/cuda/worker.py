@@ -17,7 +17,7 @@ import statistics
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -37,6 +37,12 @@ from maxcode.evaluate.cuda.loader import (
 from maxcode.evaluate.cuda.semantics import SEMANTICS
 from maxcode.evaluate.cuda.supervisor import child_gate, child_watchdog
 from maxcode.evaluate.cuda.tampering import TorchSnapshot
+from maxcode.evaluate.cuda.trial_inputs import (
+    TrialHelpers,
+    available_host_bytes,
+    input_bytes,
+    trials_ahead,
+)
 
 # Bound before any candidate code runs: the harness keeps using these even if a candidate patches them.
 _isclose = torch.isclose
@@ -167,6 +173,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         status, reason = "runtime_error", f"evaluation failed: {_describe(err)}"
         run.figures["traceback"] = traceback.format_exc()[-3000:]
     run.disarm()
+    run.stop_input_helpers()
     run.record_gpu_memory()
     return {
         "status": status,
@@ -300,6 +307,7 @@ class _Run:
         no candidate enters, once a candidate of the task is correct."""
         t0 = time.monotonic()
         self.load_reference()
+        self.fork_input_helpers()  # before CUDA starts and before the candidate's code
         self.setup()
         with self.gate.shared():
             self.construct_reference()
@@ -410,12 +418,43 @@ class _Run:
         with self.device:  # the CPU generator is slow for 10^7-element inputs
             return [self.cast(v) for v in (module or self.ref).get_inputs()]
 
-    def trial_inputs_on_cpu(self, trial_seed: int) -> list[Any] | None:
-        """Correctness inputs as KernelBench makes them: set_seed(trial), get_inputs() on the
-        CPU (outside the gate: seconds of serial generation for multi-GB inputs, while other
-        candidates use the GPU); None when they are made on the GPU instead."""
+    def fork_input_helpers(self) -> None:
+        """Fork the processes that make large correctness inputs on the CPU, one per trial
+        (trial_inputs.TrialHelpers), while this process has neither CUDA nor candidate code."""
+        self.trial_seeds = kernelbench_trial_seeds(self.cfg.seed, self.cfg.correctness_trials)
+        self.helpers: TrialHelpers | None = None
         if self.cfg.fast_inputs or not self.semantics.inputs_on_cpu:
-            return None
+            return
+        self.trial_input_bytes = input_bytes(self.ref.get_inputs)
+        if trials_ahead(self.trial_input_bytes, len(self.trial_seeds), available_host_bytes()) > 1:
+            self.helpers = TrialHelpers(self.cpu_inputs, self.trial_seeds)
+
+    def stop_input_helpers(self) -> None:
+        if getattr(self, "helpers", None) is not None:
+            self.helpers.close()
+
+    def trial_inputs_on_cpu(self) -> Iterator[list[Any] | None]:
+        """Each trial's correctness inputs as KernelBench makes them: set_seed(trial),
+        get_inputs() on the CPU (outside the gate, while other candidates use the GPU); large
+        ones by the helpers, several trials at once, as many as the host's memory allows
+        (bit for bit the same values). None for each trial when they are made on the GPU."""
+        seeds = self.trial_seeds
+        if self.cfg.fast_inputs or not self.semantics.inputs_on_cpu:
+            yield from (None for _ in seeds)
+            return
+        if self.helpers is None:
+            yield from (self.cpu_inputs(seed) for seed in seeds)
+            return
+        ahead = trials_ahead(self.trial_input_bytes, len(seeds), available_host_bytes())
+        self.figures["trial_inputs_ahead"] = ahead
+        for trial_seed, made in zip(seeds, self.helpers.made(ahead), strict=True):
+            if made.inputs is None:  # the helper failed: made here, where errors are verdicts
+                self.figures["warnings"].append(made.error)
+                yield self.cpu_inputs(trial_seed)
+            else:
+                yield made.inputs
+
+    def cpu_inputs(self, trial_seed: int) -> list[Any]:
         set_seed(trial_seed)
         return list(self.ref.get_inputs())
 
@@ -532,13 +571,22 @@ class _Run:
     def correctness(self) -> None:
         """KernelBench's trials: set_seed(trial) inputs, the reference first, then the candidate."""
         forbid = bool(self.task_meta.get("forbid_torch_compute", self.cfg.forbid_torch_compute))
-        seeds = kernelbench_trial_seeds(self.cfg.seed, self.cfg.correctness_trials)
+        seeds = self.trial_seeds
         self.figures["trial_seeds"] = seeds
-        for i, trial_seed in enumerate(seeds):
-            on_cpu = self.trial_inputs_on_cpu(trial_seed)
-            with self.gate.shared():
-                self.trial(i, trial_seed, on_cpu, forbid)
-            del on_cpu
+        made = self.trial_inputs_on_cpu()
+        waited = 0.0  # for inputs from the CPU generator: the part of the stage they take
+        try:
+            for i, trial_seed in enumerate(seeds):
+                t0 = time.monotonic()
+                on_cpu = next(made)
+                waited += time.monotonic() - t0
+                with self.gate.shared():
+                    self.trial(i, trial_seed, on_cpu, forbid)
+                del on_cpu
+        finally:
+            made.close()
+            self.stop_input_helpers()  # those still making later trials' inputs
+            self.figures["stage_seconds"]["correctness_inputs"] = round(waited, 3)
         with self.gate.shared():
             self.sample_inputs = self.inputs("timing")
 
