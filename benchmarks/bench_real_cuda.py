@@ -99,6 +99,8 @@ def stage_seconds(result: EvalResult) -> dict[str, float]:
         out[name] = seconds
     if "reference_wait_seconds" in fig:
         out["reference (wait)"] = fig["reference_wait_seconds"]
+    for name, seconds in (fig.get("reference_stage_seconds") or {}).items():
+        out[f"reference: {name}"] = seconds  # where the wait went, when it measured the reference
     return out
 
 
@@ -521,6 +523,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kb-n", type=int, default=6, help="candidates KernelBench's harness evaluates"
     )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="CANDIDATE",
+        help="evaluate only these candidates of the sample (keys as printed, e.g. qwen3_level1_run/L1/P49): the run-to-run spread of a chosen part",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
     parser.add_argument(
@@ -588,6 +596,13 @@ def main(argv: list[str] | None = None) -> int:
         sample = stratified_sample(corpus, args.n + args.skip, args.seed, tuple(args.levels))[
             args.skip :
         ]
+        if args.only:
+            unknown = sorted(set(args.only) - {c.key for c in sample})
+            if unknown:
+                raise CorpusError(
+                    f"--only: not in the sample: {', '.join(unknown)}; give keys the sample lists (see --dry-run)"
+                )
+            sample = [c for c in sample if c.key in set(args.only)]
         if args.mode == "kernelbench" and not (args.kb_src / "kernelbench" / "eval.py").is_file():
             raise CorpusError(
                 f"--kb-src {args.kb_src}: no kernelbench/eval.py; point it at KernelBench's src/ folder"

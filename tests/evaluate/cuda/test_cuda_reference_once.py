@@ -33,7 +33,11 @@ def test_one_reference_job_per_task_then_memory_then_disk(evaluator, saxpy_task,
     worker = RecordingWorker({"status": "ok", "reference": FIGURES})
     first = evaluator._reference_for(worker, saxpy_task)
     again = evaluator._reference_for(worker, saxpy_task)
-    assert first == again == {"reference": FIGURES}
+    assert first == again  # the same measurement, kept in memory
+    assert first["reference"] == FIGURES
+    assert set(first["stage_seconds"]) == {
+        "admission"
+    }  # where its wait went (this stand-in has no stages)
     (job,) = worker.jobs
     assert job["entry"] == "maxcode.evaluate.cuda.worker:run_reference"
     assert "candidate.py" not in job and "cache_root" not in job  # no candidate code goes there
@@ -70,11 +74,11 @@ def test_a_reference_whose_torch_compile_failed_is_measured_again_next_run(
     are used in this run but not kept on disk, so a later run times torch.compile again."""
     broken = {**FIGURES, "compiled_reference_error": "BackendCompilerFailed <- KeyError: ..."}
     worker = RecordingWorker({"status": "ok", "reference": broken})
-    assert evaluator._reference_for(worker, saxpy_task) == {"reference": broken}
+    assert evaluator._reference_for(worker, saxpy_task)["reference"] == broken
     assert not list((tmp_path / "references").glob("*.json"))
     later = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
     worker.reply = {"status": "ok", "reference": FIGURES}
-    assert later._reference_for(worker, saxpy_task) == {"reference": FIGURES}
+    assert later._reference_for(worker, saxpy_task)["reference"] == FIGURES
     assert len(worker.jobs) == 2 and len(list((tmp_path / "references").glob("*.json"))) == 1
 
 

@@ -14,7 +14,7 @@ from cuda_candidates import candidate_source
 
 import maxcode.evaluate.cuda.evaluator as evaluator_module
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
-from maxcode.evaluate.cuda.compile_job import PROCESS_OVERHEAD_MB, gpu_memory_estimate_mb
+from maxcode.evaluate.cuda.compile_job import PROCESS_OVERHEAD_MB, gpu_memory_estimates_mb
 from maxcode.evaluate.cuda.gpus import MAX_OVERTAKES, GpuMemoryLedger, GpuQueue, gpu_slots
 from maxcode.evaluate.result import Status
 
@@ -264,6 +264,43 @@ def test_slots_default_to_one_per_four_cores_at_most_four():
     assert gpu_slots(3, cpus=2) == 3
 
 
+def test_a_reference_is_admitted_at_its_own_estimate_not_at_its_candidates_peak(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    """The reference process holds one input set and two outputs; admitted at its candidate's
+    peak, a 6 GB elementwise task's reference waited up to 62 s for memory it never used."""
+    held: dict[str, list[float]] = {}
+
+    def compiled(self, job):
+        job.gpu_memory_mb, job.reference_gpu_memory_mb = 30000.0, 8000.0
+        return True
+
+    monkeypatch.setattr(CudaEvaluator, "_compile", compiled)
+    monkeypatch.setattr(CudaEvaluator, "_facts", lambda self, gpu: {"memory.total": "81559"})
+    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", gpu_concurrency=1), tmp_path)
+
+    def reply(job, beside):
+        entry = job["entry"].split(":")[1]
+        held[entry] = [a.need_mb for a in ev._ledgers["0"]._running.values()]
+        if entry == "run_reference":
+            return {"status": "ok", "reference": REFERENCE}
+        figures = {"peak_gpu_reserved_mb": 40000.0}  # what the candidate's process peaked at
+        return {"status": "ok", "reason": "", "figures": figures, "timing": timing(0.5)}
+
+    ev._workers = [SharedGpu(reply)]
+    (result,) = ev.evaluate_items([(saxpy_task, source)])
+    assert result.status is Status.OK
+    assert held == {"run_job": [30000.0], "run_reference": [8000.0]}
+
+
+@pytest.mark.parametrize("forged", ["30000", -1, float("nan"), True, None, [1]])
+def test_a_compile_jobs_memory_figures_are_numbers_or_nothing(forged):
+    """The compile job imported the candidate, so its reply may be forged: anything but a
+    positive finite number counts as no estimate (an even share), never a crash."""
+    assert evaluator_module._megabytes(forged) is None
+    assert evaluator_module._megabytes(1500) == 1500.0
+
+
 def test_the_compile_job_estimates_a_tasks_gpu_memory_from_shapes(tmp_path):
     ref = tmp_path / "reference.py"
     ref.write_text(
@@ -279,13 +316,17 @@ def test_the_compile_job_estimates_a_tasks_gpu_memory_from_shapes(tmp_path):
         "def get_init_inputs():\n"
         "    return []\n"
     )
-    weights = (1024 * 512 + 512) * 4
-    expected = (2 * weights + 3 * 4096 * 1024 * 4 + 2 * 4096 * 512 * 4) / 2**20
-    assert gpu_memory_estimate_mb(ref) == pytest.approx(expected + PROCESS_OVERHEAD_MB, abs=0.1)
+    weights, inputs, outputs = (1024 * 512 + 512) * 4, 4096 * 1024 * 4, 4096 * 512 * 4
+    candidate = (2 * weights + 3 * inputs + 2 * outputs) / 2**20 + PROCESS_OVERHEAD_MB
+    alone = (weights + inputs + 2 * outputs) / 2**20 + PROCESS_OVERHEAD_MB
+    assert gpu_memory_estimates_mb(ref) == (
+        pytest.approx(candidate, abs=0.1),
+        pytest.approx(alone, abs=0.1),
+    )
     ref.write_text(
         ref.read_text().replace("return self.fc(x)", "return self.fc(x) * x.sum().item()")
     )
-    assert gpu_memory_estimate_mb(ref) is None  # data-dependent: no estimate, an even share
+    assert gpu_memory_estimates_mb(ref) == (None, None)  # data-dependent: an even share
 
 
 def test_the_reference_is_measured_beside_other_tasks_not_after_them(tmp_path, builtin_tasks):

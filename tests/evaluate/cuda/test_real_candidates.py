@@ -276,6 +276,24 @@ def test_bench_overrides_are_typed_and_a_bad_one_exits_2_with_one_line(corpus: P
     assert "4 candidates of 12" in capsys.readouterr().out
 
 
+def test_bench_only_keeps_the_named_candidates_and_rejects_unknown_keys(
+    corpus: Path, tmp_path: Path, capsys
+):
+    from bench_real_cuda import main
+
+    base = ["--runs-dir", str(corpus / "runs"), "--runs", "a_level1_run", "--problems"]
+    base += [str(corpus / "problems"), "--dry-run", "-n", "4", "--json", str(tmp_path / "r.json")]
+    assert main(base) == 0
+    keys = [row["candidate"] for row in json.loads((tmp_path / "r.json").read_text())["sample"]]
+    assert main([*base, "--only", keys[2], keys[0]]) == 0
+    kept = json.loads((tmp_path / "r.json").read_text())["sample"]
+    assert [row["candidate"] for row in kept] == [keys[0], keys[2]]  # sample order, not argv's
+    capsys.readouterr()
+    assert main([*base, "--only", keys[0], "a_level1_run/L1/P99"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--only" in err[0] and "a_level1_run/L1/P99" in err[0]
+
+
 FAKE_KB_EVAL = """
 from pydantic import BaseModel
 

@@ -39,7 +39,9 @@ def main() -> None:
         )
     builds: list[BuildOutcome] = []
     import_error = None
-    memory_mb = gpu_memory_estimate_mb(Path(job["reference_path"]))  # before candidate code runs
+    memory_mb, reference_mb = gpu_memory_estimates_mb(
+        Path(job["reference_path"])
+    )  # before candidate code runs
     try:
         with cached_load_inline(cache, job["timeout_s"], builds.append):
             candidate = load_module(Path(job["candidate_path"]), "maxcode_candidate")
@@ -52,6 +54,7 @@ def main() -> None:
         "builds": [b.to_dict() for b in builds],
         "import_error": import_error,
         "gpu_memory_mb": memory_mb,
+        "reference_gpu_memory_mb": reference_mb,
     }
     out.write(json.dumps(reply))
     out.flush()
@@ -95,8 +98,9 @@ def construct_on_cpu(candidate: ModuleType, reference_path: Path) -> None:
 PROCESS_OVERHEAD_MB = 1500.0
 
 
-def gpu_memory_estimate_mb(reference_path: Path) -> float | None:
-    """GPU memory a candidate's evaluation of this task is expected to need, from shapes alone.
+def gpu_memory_estimates_mb(reference_path: Path) -> tuple[float | None, float | None]:
+    """GPU memory a candidate's evaluation of this task, and the task's reference process,
+    are expected to need, from shapes alone: ``(candidate, reference)`` in MB.
 
     The reference is built and run on torch's ``meta`` device (no data, no GPU): an
     evaluation holds the reference's and the candidate's weights, three input sets (a
@@ -105,11 +109,16 @@ def gpu_memory_estimate_mb(reference_path: Path) -> float | None:
     of real level-1 candidates were 3.8x their input for an elementwise problem (input and
     output of one size; this gives 5x) and 2.9x for a reduction (3x). Four outputs, as
     before, made an elementwise problem's estimate 7x its input (46 GB for a 6.4 GB input):
-    the admission then held small jobs back behind it (2026-11-27).
-    None when the reference does not run on ``meta`` (the evaluator then assumes an even
-    share of the GPU, and a job that runs out beside others is run again alone).
+    the admission then held small jobs back behind it (2026-11-27). The reference process
+    (``worker.run_reference``) holds the weights once, one input set and two outputs (the
+    eager and the compiled call's); admitted at its candidates' peak instead, the reference
+    of a 6 GB elementwise task waited up to 62 s for memory it does not use (2026-11-27).
+    ``(None, None)`` when the reference does not run on ``meta`` (the evaluator then assumes
+    an even share of the GPU, and a job that runs out beside others is run again alone).
     """
     import torch
+
+    from maxcode.evaluate.cuda.trial_inputs import tensor_bytes
 
     try:
         reference = load_module(reference_path, "maxcode_reference_shapes")
@@ -118,20 +127,15 @@ def gpu_memory_estimate_mb(reference_path: Path) -> float | None:
             inputs = reference.get_inputs()
             outputs = model(*inputs)
     except Exception:
-        return None
+        return None, None
     weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
-    needed = 2 * weights + 3 * _tensor_bytes(inputs) + 2 * _tensor_bytes(outputs)
-    return round(needed / 2**20 + PROCESS_OVERHEAD_MB, 1)
-
-
-def _tensor_bytes(value: object) -> int:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, list | tuple):
-        return sum(_tensor_bytes(v) for v in value)
-    return 0
+    inputs_b, outputs_b = tensor_bytes(inputs), tensor_bytes(outputs)
+    candidate = 2 * weights + 3 * inputs_b + 2 * outputs_b
+    alone = weights + inputs_b + 2 * outputs_b
+    return (
+        round(candidate / 2**20 + PROCESS_OVERHEAD_MB, 1),
+        round(alone / 2**20 + PROCESS_OVERHEAD_MB, 1),
+    )
 
 
 if __name__ == "__main__":

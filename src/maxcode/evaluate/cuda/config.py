@@ -64,7 +64,7 @@ class CudaEvalConfig:
         },
     )
     timing_seconds: float = field(
-        default=2.0,
+        default=1.0,
         metadata={
             "help": "target: rounds are added above the floor until they fill about this many seconds, judged from the warm-up rounds (none without warm-up)",
             "min": 0,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import resource
 import select
@@ -92,6 +93,7 @@ class _Job:
     result: EvalResult | None = None
     prebuilt: dict[str, str] = field(default_factory=dict)  # spec digest -> build key
     gpu_memory_mb: float | None = None  # what its process is expected to need (compile job)
+    reference_gpu_memory_mb: float | None = None  # what its task's reference process needs
     queued_at: float = 0.0  # when its build finished and it joined the GPU queue
 
 
@@ -293,11 +295,14 @@ class CudaEvaluator:
                     "builds": reply["builds"],
                     "prebuilt": reply.get("prebuilt", {}),
                     "gpu_memory_mb": reply.get("gpu_memory_mb"),
+                    "reference_gpu_memory_mb": reply.get("reference_gpu_memory_mb"),
                 }
                 atomic_write_json(index, {**kept, "import_error": None})
             job.figures["build_cached"] = False
         job.prebuilt = reply.get("prebuilt", {})
-        job.gpu_memory_mb = reply.get("gpu_memory_mb")
+        # the compile job imported the candidate: its reply's numbers are checked, not trusted
+        job.gpu_memory_mb = _megabytes(reply.get("gpu_memory_mb"))
+        job.reference_gpu_memory_mb = _megabytes(reply.get("reference_gpu_memory_mb"))
         reply = scrub_tree(reply)  # compiler output can quote anything the candidate printed
         builds = reply["builds"]
         job.figures["compile_seconds"] = round(sum(b["seconds"] for b in builds), 3)
@@ -508,8 +513,11 @@ class CudaEvaluator:
         self._ensure_workers()
         return self._reference_for(self._workers[0], task)
 
-    def _reference_for(self, worker: GpuWorker, task: Task) -> dict[str, Any]:
-        """The task's reference figures, measured once in a process no candidate code enters.
+    def _reference_for(
+        self, worker: GpuWorker, task: Task, need_mb: float | None = None
+    ) -> dict[str, Any]:
+        """The task's reference figures, measured once in a process no candidate code enters
+        (admitted at ``need_mb``, the compile job's estimate, else at its candidates' peak).
 
         ``{"reference": figures}`` or ``{"reference": None, "reference_error": why}``; figures
         are kept in memory and under ``<cache>/references/`` for later batches. Tasks are
@@ -524,7 +532,7 @@ class CudaEvaluator:
                 if path.is_file():
                     self._references[key] = {"reference": json.loads(path.read_text())}
                 else:
-                    self._references[key] = self._measure_reference(worker, task, path)
+                    self._references[key] = self._measure_reference(worker, task, path, need_mb)
             return self._references[key]
 
     def _known_reference(self, task: Task, gpu: str | None) -> dict[str, Any] | None:
@@ -536,7 +544,9 @@ class CudaEvaluator:
             known = json.loads(path.read_text())
         return known
 
-    def _measure_reference(self, worker: GpuWorker, task: Task, path: Path) -> dict[str, Any]:
+    def _measure_reference(
+        self, worker: GpuWorker, task: Task, path: Path, need_mb: float | None
+    ) -> dict[str, Any]:
         job_dir = self.cache_dir / "runs" / f"reference-{uuid.uuid4().hex}"
         job_dir.mkdir(parents=True, exist_ok=True)
         (job_dir / "reference.py").write_text(task.reference_source)
@@ -551,7 +561,7 @@ class CudaEvaluator:
                     "timeout_s": self.config.run_timeout_s,
                     "memory_limit_mb": self.config.memory_limit_mb,
                 },
-                self._observed_mb.get(task.reference_source),
+                need_mb or self._observed_mb.get(task.reference_source),
                 urgent=True,  # correct candidates wait for it, each holding a GPU slot
             )
         finally:
@@ -559,7 +569,15 @@ class CudaEvaluator:
         if reply.get("status") == "ok":
             if "compiled_reference_error" not in reply["reference"]:  # a failure is tried again
                 atomic_write_json(path, reply["reference"])
-            return {"reference": reply["reference"]}
+            figures = reply.get("figures") or {}
+            stages = {
+                **({"admission": figures["gpu_admission_seconds"]} if "gpu_admission_seconds" in figures else {}),
+                **(figures.get("stage_seconds") or {}),
+            }  # fmt: skip
+            return {
+                "reference": reply["reference"],
+                **({"stage_seconds": stages} if stages else {}),
+            }
         return {
             "reference": None,
             "reference_error": f"{reply.get('status')}: {reply.get('reason', '')}",
@@ -589,12 +607,16 @@ class CudaEvaluator:
         time beside other jobs, so that sharing the GPU decides no verdict
         (``figures.run_alone_after`` says why it was run again)."""
         ledger = self._ledger(worker)
+        admitted_here, t0 = admission is None, time.monotonic()
         with contextlib.ExitStack() as held:
             if admission is None:
                 admission = held.enter_context(ledger.admit(need_mb, urgent=urgent))
             else:
                 held.callback(ledger.leave, admission)
+            waited = time.monotonic() - t0
             reply = worker.run(payload)
+        if admitted_here and isinstance(reply.get("figures", {}), dict):
+            reply.setdefault("figures", {})["gpu_admission_seconds"] = round(waited, 3)
         if admission.shared and _sharing_may_explain(reply):
             first = f"{reply.get('status')}: {str(reply.get('reason', ''))[:200]}"
             with ledger.admit(need_mb, alone=True, urgent=urgent):
@@ -639,8 +661,10 @@ class CudaEvaluator:
             self._observe_memory(job.task, reply)
             if reply.get("status") in ("ok", "memory_limit"):
                 t0 = time.monotonic()
-                reference = self._reference_for(worker, job.task)  # measured now, or known
+                reference = self._reference_for(worker, job.task, job.reference_gpu_memory_mb)
                 job.figures["reference_wait_seconds"] = round(time.monotonic() - t0, 3)
+                if known is None and "stage_seconds" in reference:  # its wait: this measurement
+                    job.figures["reference_stage_seconds"] = reference["stage_seconds"]
                 reply = self._against_reference(reply, reference)
             job.result = self._to_result(job, reply)
             job.result.sandbox = worker.sandbox
@@ -778,6 +802,12 @@ def _number(text: Any) -> float | None:
         return float(text)
     except (TypeError, ValueError):
         return None
+
+
+def _megabytes(value: Any) -> float | None:
+    """A memory estimate from a compile job's reply: a positive finite number, else None."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if number and math.isfinite(value) and value > 0 else None
 
 
 def _record_device(result: EvalResult, worker: GpuWorker) -> None:

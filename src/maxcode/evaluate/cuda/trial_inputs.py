@@ -51,18 +51,18 @@ def input_bytes(get_inputs: Callable[[], Sequence[Any]]) -> int | None:
     None when ``get_inputs`` does not run there."""
     try:
         with torch.device("meta"):
-            values = get_inputs()
+            return tensor_bytes(get_inputs())
     except Exception:
         return None
-    total = 0
-    stack = list(values)
-    while stack:
-        v = stack.pop()
-        if isinstance(v, torch.Tensor):
-            total += v.numel() * v.element_size()
-        elif isinstance(v, list | tuple):
-            stack.extend(v)
-    return total
+
+
+def tensor_bytes(value: Any) -> int:
+    """Bytes of the tensors in ``value`` (a tensor, or lists and tuples of them)."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, list | tuple):
+        return sum(tensor_bytes(v) for v in value)
+    return 0
 
 
 def trials_ahead(bytes_per_trial: int | None, trials: int, available: int | None) -> int:
@@ -99,8 +99,7 @@ class TrialHelpers:
     """
 
     def __init__(self, make: Callable[[int], list[Any]], seeds: Sequence[int]):
-        self.seeds = list(seeds)
-        self._helpers = [_Helper.fork(make, seed) for seed in self.seeds]
+        self._helpers = [_Helper.fork(make, seed) for seed in seeds]
 
     def made(self, ahead: int) -> Iterator[Made]:
         """Each trial's inputs, in order, ``ahead`` trials made at once. A helper that fails

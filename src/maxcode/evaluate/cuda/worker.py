@@ -256,6 +256,7 @@ class _Run:
             "precision": self.precision,
         }
         self.builds: list[BuildOutcome] = []
+        self.helpers: TrialHelpers | None = None  # forked only for large correctness inputs
         self.job_dir = Path(job["job_dir"])
         self.current_stage = "setup"
         self.candidate_calls = 0
@@ -422,7 +423,6 @@ class _Run:
         """Fork the processes that make large correctness inputs on the CPU, one per trial
         (trial_inputs.TrialHelpers), while this process has neither CUDA nor candidate code."""
         self.trial_seeds = kernelbench_trial_seeds(self.cfg.seed, self.cfg.correctness_trials)
-        self.helpers: TrialHelpers | None = None
         if self.cfg.fast_inputs or not self.semantics.inputs_on_cpu:
             return
         self.trial_input_bytes = input_bytes(self.ref.get_inputs)
@@ -430,7 +430,7 @@ class _Run:
             self.helpers = TrialHelpers(self.cpu_inputs, self.trial_seeds)
 
     def stop_input_helpers(self) -> None:
-        if getattr(self, "helpers", None) is not None:
+        if self.helpers is not None:
             self.helpers.close()
 
     def trial_inputs_on_cpu(self) -> Iterator[list[Any] | None]:
