@@ -190,8 +190,9 @@ class GpuQueue:
     A slot that frees up takes the oldest job that fits beside what runs: a small job may
     start before an older large one that waits for memory (backfill), but only
     ``MAX_OVERTAKES`` times, so the large one is never held back for good. (Strict oldest
-    first left slots idle behind a level-1 job waiting for memory on the H100, 2026-11-26:
-    64 real candidates in 491 s. Largest first was worse: the multi-GB level-1 problems,
+    first took 491 s for 64 real candidates on the H100, 2026-11-26; that run recorded no
+    queue times, so that slots stood idle behind a level-1 job waiting for memory is read
+    from its result timeline, not measured. Largest first was worse: the multi-GB level-1 problems,
     whose correctness trials are bound by KernelBench's serial CPU generator, filled every
     slot and 48 of 64 were done after 423 s.)
     """
