@@ -267,8 +267,8 @@ def test_slots_default_to_one_per_four_cores_at_most_four():
 def test_a_reference_is_admitted_at_its_own_estimate_not_at_its_candidates_peak(
     tmp_path, monkeypatch, saxpy_task, source
 ):
-    """The reference process holds one input set and two outputs; admitted at its candidate's
-    peak, a 6 GB elementwise task's reference waited up to 62 s for memory it never used."""
+    """The reference process holds one input set and two outputs; counted at its candidate's
+    peak, a 6 GB elementwise task's reference took at least 28 GB of the ledger, not 19.9."""
     held: dict[str, list[float]] = {}
 
     def compiled(self, job):

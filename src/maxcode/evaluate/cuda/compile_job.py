@@ -39,9 +39,8 @@ def main() -> None:
         )
     builds: list[BuildOutcome] = []
     import_error = None
-    memory_mb, reference_mb = gpu_memory_estimates_mb(
-        Path(job["reference_path"])
-    )  # before candidate code runs
+    # before candidate code runs
+    memory_mb, reference_mb = gpu_memory_estimates_mb(Path(job["reference_path"]))
     try:
         with cached_load_inline(cache, job["timeout_s"], builds.append):
             candidate = load_module(Path(job["candidate_path"]), "maxcode_candidate")
@@ -111,8 +110,8 @@ def gpu_memory_estimates_mb(reference_path: Path) -> tuple[float | None, float |
     before, made an elementwise problem's estimate 7x its input (46 GB for a 6.4 GB input):
     the admission then held small jobs back behind it (2026-11-27). The reference process
     (``worker.run_reference``) holds the weights once, one input set and two outputs (the
-    eager and the compiled call's); admitted at its candidates' peak instead, the reference
-    of a 6 GB elementwise task waited up to 62 s for memory it does not use (2026-11-27).
+    eager and the compiled call's): 19.9 GB for a 6 GB elementwise task, which was counted at
+    its candidate's peak instead (at least 28 GB from a 25.3 GB peak) until 2026-11-27.
     ``(None, None)`` when the reference does not run on ``meta`` (the evaluator then assumes
     an even share of the GPU, and a job that runs out beside others is run again alone).
     """
