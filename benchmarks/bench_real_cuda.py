@@ -26,9 +26,11 @@ report prints as ``n/a``. Every figure is measured in this run; ``--json`` keeps
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
+import platform
 import shutil
 import statistics
 import sys
@@ -638,12 +640,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.dry_run:
         mode_dry_run(sample, report)
-    elif args.mode == "ours":
+        _write(args.json, report)
+        return 0
+    report["host"] = describe_host()
+    print("host: " + ", ".join(f"{k} {v}" for k, v in report["host"].items()))
+    if args.mode == "ours":
         mode_ours(args, sample, report)
     else:
         mode_kernelbench(args, sample, report)
     _write(args.json, report)
     return 0
+
+
+def describe_host() -> dict[str, Any]:
+    """What throughput here depends on besides the GPU: the host's CPU (compiles, and
+    KernelBench's serial CPU input generator on the GPU slots' path) and how busy it was."""
+    import torch
+
+    model = f"unknown ({platform.machine()})"  # /proc/cpuinfo names no model on some CPUs
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    torch.rand(1 << 20)
+    t0 = time.perf_counter()
+    torch.rand(1 << 25)  # the serial generator the correctness trials' inputs come from
+    ns = (time.perf_counter() - t0) / (1 << 25) * 1e9
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "load_1min": round(os.getloadavg()[0], 2),
+        "serial_rand_ns_per_element": round(ns, 2),
+    }
 
 
 if __name__ == "__main__":

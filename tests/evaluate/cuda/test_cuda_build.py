@@ -12,6 +12,7 @@ import pytest
 
 from maxcode.evaluate.cuda import build as build_module
 from maxcode.evaluate.cuda.build import (
+    COMPILE_NICENESS,
     HOST_ONLY_END,
     HOST_ONLY_GUARD,
     HOST_ONLY_TIER,
@@ -134,6 +135,23 @@ def test_a_compiler_killed_by_a_signal_is_not_cached(cache, monkeypatch):
     assert cache.lookup(out.key) is None
     monkeypatch.setattr(build_module, "_start_jobs", real_start)
     assert cache.build(tiny("// killed")).ok
+
+
+def test_every_compiler_step_runs_nicer_than_the_evaluator(cache, monkeypatch):
+    """The evaluator builds every candidate's specs itself: its compilers must not compete at
+    its own priority with what the GPU slots wait on (timed launches, KernelBench's serial
+    input generator). They did from when builds moved into the evaluator until 2026-11-27."""
+    real_start = build_module._start_jobs
+    seen: list[int] = []
+
+    def recording_start(jobs, cwd):
+        started = real_start(jobs, cwd)
+        seen.extend(os.getpriority(os.PRIO_PROCESS, job.proc.pid) for job in started.values())
+        return started
+
+    monkeypatch.setattr(build_module, "_start_jobs", recording_start)
+    assert cache.build(tiny("// niced")).ok
+    assert seen and set(seen) == {min(19, os.nice(0) + COMPILE_NICENESS)}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

@@ -294,6 +294,17 @@ def test_bench_only_keeps_the_named_candidates_and_rejects_unknown_keys(
     assert len(err) == 1 and "--only" in err[0] and "a_level1_run/L1/P99" in err[0]
 
 
+def test_bench_names_the_host_its_throughput_depends_on():
+    """Runs on two H100 machines differed by 30-60% in every CPU-bound stage: a figure
+    without its host's CPU cannot be compared with another."""
+    from bench_real_cuda import describe_host
+
+    host = describe_host()
+    assert host["cores"] >= 1 and host["serial_rand_ns_per_element"] > 0
+    assert isinstance(host["cpu"], str) and host["cpu"]
+    assert host["load_1min"] >= 0
+
+
 FAKE_KB_EVAL = """
 from pydantic import BaseModel
 

@@ -92,6 +92,12 @@ _TORCH_DTYPES = (
     "kF16 = kFloat16", "kF32 = kFloat32", "kF64 = kFloat64",
 )  # fmt: skip
 _NAME_DEFINE = re.compile(r"^-DTORCH_EXTENSION_NAME=")
+COMPILE_NICENESS = 10
+"""Compile jobs and every compiler step run this much nicer than the evaluator, so a full pool
+of builds cannot take CPU from what the GPU slots wait on: kernel launches inside every timed
+call, KernelBench's serial CPU input generator, a reference's torch.compile. (The compilers
+ran at the evaluator's priority from when builds moved into the evaluator until 2026-11-27.
+Niced compile jobs did not measurably change the run-to-run spread on the H100.)"""
 MAX_LOG_CHARS = 4000
 # Benchmarks set this to a directory: every nvcc run then writes its per-phase times there
 # (``nvcc --time``, one CSV per build step), see benchmarks/bench_cuda_compile.py.
@@ -1206,6 +1212,11 @@ class _Job:
 _Started = dict[str, _Job]
 
 
+def _nicer() -> None:
+    """Runs in a compiler step's child before exec."""
+    os.nice(COMPILE_NICENESS)
+
+
 def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
     """Start each command in its own session, its output to ``<step>.log`` in ``cwd`` and
     its compilers' temporary files in ``.<step>.tmp`` there (a killed nvcc or g++ leaves
@@ -1232,6 +1243,7 @@ def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_nicer,
         )
         job = _Job(proc, log, tmpdir, time.monotonic(), confined is not None, times)
         threading.Thread(target=job._wait, daemon=True).start()

@@ -32,7 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from maxcode.errors import SandboxUnavailable
-from maxcode.evaluate.cuda.build import NOT_CACHED, BuildCache, ExtensionSpec, detect_toolchain
+from maxcode.evaluate.cuda.build import (
+    COMPILE_NICENESS,
+    NOT_CACHED,
+    BuildCache,
+    ExtensionSpec,
+    detect_toolchain,
+)
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
 from maxcode.evaluate.cuda.figures import (
@@ -68,12 +74,6 @@ FORK_SAFE_IF_PROBED = (
     "torch._inductor.codegen.triton",
     "torch.profiler",
 )
-
-
-COMPILE_NICENESS = 10
-"""Compile jobs (and every compiler they start) run this much nicer than the evaluator, so a
-full pool of builds cannot take the GPU worker's core: kernel launches are inside every timed
-call. (On the H100 it did not measurably change the run-to-run spread; docs/cuda-evaluator.md.)"""
 
 
 def _limit_compile_job(memory_bytes: int) -> None:
