@@ -18,8 +18,10 @@ KernelBench's own harness gave them (``$KB/runs/<run>/``, A100-40GB labels; see
 * ``--dry-run``: list the sample, load every problem and run our static checks (no GPU).
 * ``--merge A.json B.json ...``: one report over parts of a sample run with ``--skip``.
 
-``--set key=value`` (repeatable) overrides a CudaEvalConfig field (values parsed as YAML),
-so the same command runs under any evaluator settings. A figure the evaluator does not
+Both modes first print the host (CPU model, cores, load, and the speed of torch's serial CPU
+generator, which the large level-1 inputs are made with): the throughput follows the host's
+CPU. ``--set key=value`` (repeatable) overrides a CudaEvalConfig field (values parsed as
+YAML), so the same command runs under any evaluator settings. A figure the evaluator does not
 report prints as ``n/a``. Every figure is measured in this run; ``--json`` keeps them all.
 """
 

@@ -295,8 +295,8 @@ def test_bench_only_keeps_the_named_candidates_and_rejects_unknown_keys(
 
 
 def test_bench_names_the_host_its_throughput_depends_on():
-    """Runs on two H100 machines differed by 30-60% in every CPU-bound stage: a figure
-    without its host's CPU cannot be compared with another."""
+    """Two runs of the same code on H100 machines differed by 36-64% in every CPU-bound
+    stage: a throughput figure without its host's CPU cannot be compared with another."""
     from bench_real_cuda import describe_host
 
     host = describe_host()
