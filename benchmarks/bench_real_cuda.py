@@ -63,6 +63,7 @@ from real_candidates import (
 )
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.gpus import gpu_slots, visible_gpus
 from maxcode.evaluate.result import EvalResult
 
 RUNS = (
@@ -89,6 +90,38 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+SLOT_STAGE = "in a GPU slot (wall)"
+LARGE_PEAK_MB = 15_000.0
+"""Candidates peaking above this are the multi-GB level-1 problems (runs M-P: 14 of the 64)."""
+
+
+def slot_occupancy(rows: list[dict[str, Any]], slots: int) -> dict[str, Any] | None:
+    """How full the GPU slots were from the first admission to the last result: the slot
+    seconds of every candidate over ``slots`` times that span, and the large candidates' share
+    of them (with their seconds waiting for CPU-made inputs). None without slot times."""
+    held = [
+        (r["arrival_s"] - r["stage_seconds"][SLOT_STAGE], r) for r in rows
+        if SLOT_STAGE in r["stage_seconds"]
+    ]  # fmt: skip
+    if not held:
+        return None
+    span = max(r["arrival_s"] for _, r in held) - min(start for start, _ in held)
+    total = sum(r["stage_seconds"][SLOT_STAGE] for _, r in held)
+    large = [r for _, r in held if (r["peak_gpu_memory_mb"] or 0) > LARGE_PEAK_MB]
+    large_s = sum(r["stage_seconds"][SLOT_STAGE] for r in large)
+    return {
+        "slots": slots,
+        "span_s": round(span, 2),
+        "slot_seconds": round(total, 2),
+        "busy_slots_mean": round(total / span, 2) if span > 0 else None,
+        "large_candidates": len(large),
+        "large_slot_seconds": round(large_s, 2),
+        "large_inputs_wait_s": round(
+            sum(r["stage_seconds"].get("correctness_inputs", 0.0) for r in large), 2
+        ),
+    }
+
+
 def stage_seconds(result: EvalResult) -> dict[str, float]:
     """Seconds per stage of one evaluation, as its figures report them (compile: the build jobs)."""
     fig = result.figures
@@ -99,6 +132,8 @@ def stage_seconds(result: EvalResult) -> dict[str, float]:
         out["compile (job wall)"] = fig["compile_wall_seconds"]
     if "gpu_queue_seconds" in fig:
         out["queued for the GPU"] = fig["gpu_queue_seconds"]
+    if "gpu_slot_seconds" in fig:
+        out[SLOT_STAGE] = fig["gpu_slot_seconds"]
     for name, seconds in (fig.get("stage_seconds") or {}).items():
         out[name] = seconds
     if "reference_wait_seconds" in fig:
@@ -149,6 +184,7 @@ def run_pass(
         r["arrival_s"] for r in summary["rows"] if r["stage_seconds"].get("load") is not None
     ]
     summary.update(
+        gpu_slots=gpu_slots(config.gpu_concurrency) * len(visible_gpus()),
         wall_s=round(wall, 2),
         candidates_per_min=round(60 * len(items) / wall, 2),
         first_result_s=round(min(arrivals), 2),
@@ -332,6 +368,18 @@ def summarize_pass(summary: dict[str, Any]) -> None:
             f"{statistics.median(paused):.1f}, max {max(paused):.1f}, total {sum(paused):.0f}"
         )
     summary["stages"] = print_stages(summary)
+    # a merged report's parts each had their own evaluator and clock: no occupancy there
+    slots = summary.get("gpu_slots")
+    summary["slots"] = slot_occupancy(summary["rows"], slots) if slots else None
+    if summary["slots"]:
+        o = summary["slots"]
+        print(
+            f"GPU slots: {o['busy_slots_mean']} of {o['slots']} busy on average over "
+            f"{o['span_s']:.0f} s (first admission to last result); candidates peaking over "
+            f"{LARGE_PEAK_MB / 1000:.0f} GB: {o['large_candidates']}, "
+            f"{o['large_slot_seconds']:.0f} of {o['slot_seconds']:.0f} slot seconds, "
+            f"{o['large_inputs_wait_s']:.0f} s of it waiting for CPU-made inputs"
+        )
     summary["agreement"] = print_agreement(summary)
 
 

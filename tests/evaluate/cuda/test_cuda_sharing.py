@@ -101,6 +101,27 @@ def test_candidates_share_the_gpu_and_each_is_judged_against_the_reference(
         assert r.timing.candidate == 0.5 and r.timing.reference == 1.0
 
 
+def test_a_candidates_slot_time_covers_its_run_and_its_wait_for_the_reference(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    """``gpu_slot_seconds`` is the slot's whole share (what the throughput benchmark adds up
+    to say how full the slots were): the candidate's run and, for a correct one, the wait for
+    the task's reference, which one of them measures in 0.1 s more here."""
+
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.5)}
+
+    gpu = SharedGpu(reply)
+    results = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 3, gpu_concurrency=3)
+    slot = sorted(r.figures["gpu_slot_seconds"] for r in results)
+    assert slot[0] >= 0.1  # its own run: the stand-in takes 0.1 s
+    assert slot[-1] >= 0.2  # the run, then the reference's 0.1 s measurement
+    for r in results:
+        assert r.figures["gpu_slot_seconds"] >= r.figures["reference_wait_seconds"] + 0.1
+
+
 def test_one_slot_runs_one_job_at_a_time(tmp_path, monkeypatch, saxpy_task, source):
     def reply(job, beside):
         if job["entry"].endswith(":run_reference"):

@@ -305,6 +305,26 @@ def test_bench_names_the_host_its_throughput_depends_on():
     assert host["load_1min"] >= 0
 
 
+def test_slot_occupancy_adds_up_slot_seconds_over_the_span_and_the_large_ones_share():
+    from bench_real_cuda import SLOT_STAGE, slot_occupancy
+
+    def row(arrival, slot, peak, inputs=0.0):
+        stages = {SLOT_STAGE: slot, "correctness_inputs": inputs} if slot is not None else {}
+        return {"arrival_s": arrival, "stage_seconds": stages, "peak_gpu_memory_mb": peak}
+
+    rows = [row(10.0, 10.0, 20_000.0, 4.0), row(20.0, 5.0, 1_000.0, 1.0), row(0.1, None, None)]
+    assert slot_occupancy(rows, 2) == {
+        "slots": 2,
+        "span_s": 20.0,  # from the first admission (0 s) to the last result (20 s)
+        "slot_seconds": 15.0,
+        "busy_slots_mean": 0.75,
+        "large_candidates": 1,
+        "large_slot_seconds": 10.0,
+        "large_inputs_wait_s": 4.0,
+    }
+    assert slot_occupancy([row(0.1, None, None)], 2) is None  # static verdicts only
+
+
 FAKE_KB_EVAL = """
 from pydantic import BaseModel
 

@@ -636,7 +636,8 @@ class CudaEvaluator:
     ) -> None:
         while (taken := jobs.take(self._ledger(worker))) is not None:
             job, admission = taken
-            job.figures["gpu_queue_seconds"] = round(time.monotonic() - job.queued_at, 3)
+            taken_at = time.monotonic()
+            job.figures["gpu_queue_seconds"] = round(taken_at - job.queued_at, 3)
             known = self._known_reference(job.task, worker.gpu)
             reply = self._run_admitted(
                 worker,
@@ -665,6 +666,8 @@ class CudaEvaluator:
                 if known is None and "stage_seconds" in reference:  # its wait: this measurement
                     job.figures["reference_stage_seconds"] = reference["stage_seconds"]
                 reply = self._against_reference(reply, reference)
+            # the slot's whole share: process start, the run (again alone), the reference wait
+            job.figures["gpu_slot_seconds"] = round(time.monotonic() - taken_at, 3)
             job.result = self._to_result(job, reply)
             job.result.sandbox = worker.sandbox
             _record_device(job.result, worker)
