@@ -69,6 +69,13 @@ class SharedGpu:
 REFERENCE = {"eager": STATS, "compiled": {**STATS, "median": 0.8}, "peak_gpu_mb": 2048.0}
 
 
+def correct_reply(job: dict, beside: bool) -> dict:
+    """What a stand-in GPU worker answers for a correct candidate and its task's reference."""
+    if job["entry"].endswith(":run_reference"):
+        return {"status": "ok", "reference": REFERENCE}
+    return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.5)}
+
+
 def evaluate(tmp_path, monkeypatch, worker, items, **config):
     monkeypatch.setattr(CudaEvaluator, "_compile", lambda self, job: True)
     monkeypatch.setattr(CudaEvaluator, "_facts", lambda self, gpu: {"memory.total": "81559"})
@@ -85,12 +92,7 @@ def source():
 def test_candidates_share_the_gpu_and_each_is_judged_against_the_reference(
     tmp_path, monkeypatch, saxpy_task, source
 ):
-    def reply(job, beside):
-        if job["entry"].endswith(":run_reference"):
-            return {"status": "ok", "reference": REFERENCE}
-        return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.5)}
-
-    gpu = SharedGpu(reply)
+    gpu = SharedGpu(correct_reply)
     results = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 4, gpu_concurrency=4)
     assert gpu.most > 1  # side by side
     assert len(gpu.references()) == 1  # one reference for the task, whatever the sharing
@@ -108,12 +110,7 @@ def test_a_candidates_slot_time_covers_its_run_and_its_wait_for_the_reference(
     to say how full the slots were): the candidate's run and, for a correct one, the wait for
     the task's reference, which one of them measures in 0.1 s more here."""
 
-    def reply(job, beside):
-        if job["entry"].endswith(":run_reference"):
-            return {"status": "ok", "reference": REFERENCE}
-        return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.5)}
-
-    gpu = SharedGpu(reply)
+    gpu = SharedGpu(correct_reply)
     results = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 3, gpu_concurrency=3)
     slot = sorted(r.figures["gpu_slot_seconds"] for r in results)
     assert slot[0] >= 0.1  # its own run: the stand-in takes 0.1 s
@@ -123,12 +120,7 @@ def test_a_candidates_slot_time_covers_its_run_and_its_wait_for_the_reference(
 
 
 def test_one_slot_runs_one_job_at_a_time(tmp_path, monkeypatch, saxpy_task, source):
-    def reply(job, beside):
-        if job["entry"].endswith(":run_reference"):
-            return {"status": "ok", "reference": REFERENCE}
-        return {"status": "ok", "reason": "", "figures": {}, "timing": timing(0.5)}
-
-    gpu = SharedGpu(reply)
+    gpu = SharedGpu(correct_reply)
     evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 3, gpu_concurrency=1)
     assert gpu.most == 1
 
