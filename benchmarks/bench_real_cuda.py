@@ -63,7 +63,6 @@ from real_candidates import (
 )
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
-from maxcode.evaluate.cuda.gpus import gpu_slots, visible_gpus
 from maxcode.evaluate.result import EvalResult
 
 RUNS = (
@@ -178,13 +177,14 @@ def run_pass(
 
     with CudaEvaluator(config, cache) as ev:
         ev.evaluate_items(items, on_result=on_result)
+        slots = ev.gpu_slot_count
     wall = time.monotonic() - t0
     arrivals = [r["arrival_s"] for r in summary["rows"]]
     gpu_arrivals = [
         r["arrival_s"] for r in summary["rows"] if r["stage_seconds"].get("load") is not None
     ]
     summary.update(
-        gpu_slots=gpu_slots(config.gpu_concurrency) * len(visible_gpus()),
+        gpu_slots=slots,
         wall_s=round(wall, 2),
         candidates_per_min=round(60 * len(items) / wall, 2),
         first_result_s=round(min(arrivals), 2),

@@ -119,6 +119,20 @@ def test_a_candidates_slot_time_covers_its_run_and_its_wait_for_the_reference(
         assert r.figures["gpu_slot_seconds"] >= r.figures["reference_wait_seconds"] + 0.1
 
 
+def test_the_slot_count_is_how_many_candidates_the_gpu_workers_ran_at_once(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    """What the throughput benchmark divides slot seconds by: the evaluator's own count."""
+    monkeypatch.setattr(CudaEvaluator, "_compile", lambda self, job: True)
+    monkeypatch.setattr(CudaEvaluator, "_facts", lambda self, gpu: {"memory.total": "81559"})
+    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", gpu_concurrency=3), tmp_path)
+    assert ev.gpu_slot_count == 0  # no GPU worker yet
+    gpu = SharedGpu(correct_reply)
+    ev._workers = [gpu]
+    ev.evaluate_items([(saxpy_task, source)] * 6)
+    assert ev.gpu_slot_count == 3 and 1 < gpu.most <= 3
+
+
 def test_one_slot_runs_one_job_at_a_time(tmp_path, monkeypatch, saxpy_task, source):
     gpu = SharedGpu(correct_reply)
     evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 3, gpu_concurrency=1)

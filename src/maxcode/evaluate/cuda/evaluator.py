@@ -222,6 +222,11 @@ class CudaEvaluator:
         self.close()
 
     @property
+    def gpu_slot_count(self) -> int:
+        """Candidates' processes that can run at once over all GPU workers (0 before any ran)."""
+        return sum(self._ledger(w).slots for w in self._workers)
+
+    @property
     def cuda_arch(self) -> str:
         if self._arch is None:
             self._arch = self.config.cuda_arch or detect_cuda_arch()
