@@ -468,3 +468,28 @@ def test_a_reference_that_waits_for_memory_goes_before_new_candidates():
     waiting.join(5)
     taker.join(5)
     assert order == ["reference"] and took[0][0] == "small"
+
+
+def test_a_reply_cannot_overwrite_the_figures_the_evaluator_measured(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    """The reply comes from the candidate's own job directory; the times the evaluator took
+    itself (queue, slot, reference wait) are its own, whatever the reply says."""
+
+    def forged(job: dict, beside: bool) -> dict:
+        reply = correct_reply(job, beside)
+        if job["entry"].endswith(":run_job"):
+            reply["figures"] = {
+                "gpu_slot_seconds": 0.0,
+                "gpu_queue_seconds": 1e6,
+                "reference_wait_seconds": -1.0,
+                "peak_gpu_mb": 7.0,  # the process's own figure: kept
+            }
+        return reply
+
+    (result,) = evaluate(tmp_path, monkeypatch, SharedGpu(forged), [(saxpy_task, source)])
+    assert result.status is Status.OK
+    assert result.figures["gpu_slot_seconds"] >= 0.1  # the stand-in's run alone takes 0.1 s
+    assert 0 <= result.figures["gpu_queue_seconds"] < 60
+    assert result.figures["reference_wait_seconds"] >= 0
+    assert result.figures["peak_gpu_mb"] == 7.0

@@ -753,7 +753,9 @@ class CudaEvaluator:
         )
 
     def _to_result(self, job: _Job, reply: dict[str, Any]) -> EvalResult:
-        figures = {**job.figures, **reply.get("figures", {})}
+        # the evaluator's own figures (compile, queue, slot and reference wait times) win over
+        # a reply's: the reply is read from a directory the candidate's process could write
+        figures = {**reply.get("figures", {}), **job.figures}
         figures["warnings"] = job.warnings + figures.get("warnings", [])
         status = Status(reply["status"])
         if status is not Status.OK and reply.get("output_tail"):
