@@ -90,6 +90,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
 
 
 SLOT_STAGE = "in a GPU slot (wall)"
+INPUTS_AHEAD_STAGE = "waiting for inputs made ahead"
 LARGE_PEAK_MB = 15_000.0
 """Candidates peaking above this are the multi-GB level-1 problems (runs M-P: 14 of the 64)."""
 
@@ -115,8 +116,14 @@ def slot_occupancy(rows: list[dict[str, Any]], slots: int) -> dict[str, Any] | N
         "busy_slots_mean": round(total / span, 2) if span > 0 else None,
         "large_candidates": len(large),
         "large_slot_seconds": round(large_s, 2),
+        "large_made_ahead": sum(1 for r in large if r.get("trial_inputs_made_ahead")),
         "large_inputs_wait_s": round(
-            sum(r["stage_seconds"].get("correctness_inputs", 0.0) for r in large), 2
+            sum(
+                r["stage_seconds"].get("correctness_inputs", 0.0)
+                + r["stage_seconds"].get(INPUTS_AHEAD_STAGE, 0.0)
+                for r in large
+            ),
+            2,
         ),
     }
 
@@ -133,6 +140,8 @@ def stage_seconds(result: EvalResult) -> dict[str, float]:
         out["queued for the GPU"] = fig["gpu_queue_seconds"]
     if "gpu_slot_seconds" in fig:
         out[SLOT_STAGE] = fig["gpu_slot_seconds"]
+    if "inputs_ready_wait_seconds" in fig:  # in its slot, before its process started
+        out[INPUTS_AHEAD_STAGE] = fig["inputs_ready_wait_seconds"]
     for name, seconds in (fig.get("stage_seconds") or {}).items():
         out[name] = seconds
     if "reference_wait_seconds" in fig:
@@ -225,6 +234,7 @@ def _row(c: RealCandidate, r: EvalResult, arrival: float) -> dict[str, Any]:
         "run_alone_after": r.figures.get("run_alone_after"),
         "paused_s": r.figures.get("paused_seconds"),
         "trial_inputs_ahead": r.figures.get("trial_inputs_ahead"),
+        "trial_inputs_made_ahead": r.figures.get("trial_inputs_made_ahead", False),
         "warnings": r.figures.get("warnings", []),
     }
 
@@ -378,7 +388,8 @@ def summarize_pass(summary: dict[str, Any]) -> None:
             f"{o['span_s']:.0f} s (first admission to last result); candidates peaking over "
             f"{LARGE_PEAK_MB / 1000:.0f} GB: {o['large_candidates']}, "
             f"{o['large_slot_seconds']:.0f} of {o['slot_seconds']:.0f} slot seconds, "
-            f"{o['large_inputs_wait_s']:.0f} s of it waiting for CPU-made inputs"
+            f"{o['large_inputs_wait_s']:.0f} s of it waiting for CPU-made inputs "
+            f"({o['large_made_ahead']} of them had their inputs made ahead)"
         )
     summary["agreement"] = print_agreement(summary)
 

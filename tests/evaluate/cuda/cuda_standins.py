@@ -177,3 +177,17 @@ def write_next_to_itself(job: dict) -> dict:
     """What some real candidates do at import: write a file into the working directory."""
     Path("generated_kernel.cu").write_text("// written at import\n")
     return {"status": "ok", "reason": "", "figures": {"cwd": os.getcwd()}}
+
+
+def inputs_made_ahead(job: dict) -> dict:
+    """What a candidate's process got of its task's inputs made ahead by the zygote."""
+    import torch
+
+    from maxcode.evaluate.cuda.trial_inputs import take_premade
+
+    torch.set_num_threads(1)
+    premade = take_premade()
+    if premade is None:
+        return {"status": "ok", "figures": {"made_ahead": None}}
+    firsts = [float(sealed.load()[0].flatten()[0]) for sealed in premade.trials]
+    return {"status": "ok", "figures": {"made_ahead": {"seeds": premade.seeds, "firsts": firsts}}}

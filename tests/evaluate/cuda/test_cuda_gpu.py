@@ -179,10 +179,17 @@ def test_sharing_the_gpu_changes_no_verdict_and_no_speedup(builtin_tasks, cache_
             assert shared.speedup == pytest.approx(single.speedup, rel=0.15), shared.figures
 
 
-def test_large_inputs_are_made_by_helpers_in_the_sandboxed_process(saxpy_task, cache_dir):
-    """Multi-GB KernelBench inputs come from forked helpers (trial_inputs) inside the
-    candidate's sandboxed process: the candidate is judged as with serial inputs."""
+def test_large_inputs_are_made_once_ahead_and_mapped_by_each_sandboxed_candidate(
+    saxpy_task, cache_dir, monkeypatch
+):
+    """Multi-GB KernelBench inputs are made once per task by the GPU worker's store, in
+    sandboxed makers, while the candidates wait for the GPU (trial_inputs.InputStore); each
+    candidate's process maps them and is judged as with serial inputs."""
     from cuda_candidates import candidate_source
+
+    import maxcode.evaluate.cuda.evaluator as evaluator_module
+
+    monkeypatch.setattr(evaluator_module, "INPUTS_AHEAD_MIN_BYTES", 1 << 28)  # 1 GB is large
 
     big = dataclasses.replace(
         saxpy_task,
@@ -198,8 +205,9 @@ def test_large_inputs_are_made_by_helpers_in_the_sandboxed_process(saxpy_task, c
             ]
         )
     assert fast.status is Status.OK, f"{fast.reason}\n{fast.figures.get('output_tail', '')}"
-    assert fast.figures["trial_inputs_ahead"] > 1
-    assert not [w for w in fast.figures["warnings"] if "input helper" in w]
+    for r in (fast, wrong):
+        assert r.figures.get("trial_inputs_made_ahead") == 5, r.figures  # every trial
+        assert "trial_inputs_ahead" not in r.figures  # no helpers of its own
     assert len(fast.tests) == 5 and all(t.status is Status.OK for t in fast.tests)
-    assert fast.figures["stage_seconds"]["correctness_inputs"] > 0
+    assert fast.figures["stage_seconds"]["correctness_inputs"] < 5  # mapped, not made
     assert wrong.status is Status.WRONG_ANSWER

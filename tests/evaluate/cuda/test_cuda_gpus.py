@@ -61,6 +61,8 @@ class FakeWorker:
 
     def __init__(self, gpu, preload, env, log_path, **kwargs):
         self.gpu, self.env, self.jobs = gpu, env, 0
+        self.told: list[dict] = []  # lines for the zygote: inputs to make ahead, to let go
+        self.keys: list[str | None] = []  # the inputs key each candidate's job carried
 
     def start(self) -> None:
         FakeWorker.started.append(self)
@@ -70,6 +72,7 @@ class FakeWorker:
         if job["entry"].endswith(":run_reference"):
             return {"status": "ok", "reference": {"eager": stats, "answered_by": self.gpu}}
         self.jobs += 1
+        self.keys.append(job.get("inputs_key"))
         time.sleep(0.05)  # long enough that every worker gets jobs
         return {
             "status": "ok",
@@ -77,6 +80,9 @@ class FakeWorker:
             "figures": {"answered_by": self.gpu},
             "timing": {"candidate": stats, "eager_this_process": stats},
         }
+
+    def tell(self, message: dict) -> None:
+        self.told.append(message)
 
     def stop(self) -> None:
         pass
@@ -105,6 +111,11 @@ def test_one_worker_per_visible_gpu_and_each_result_names_its_device(two_gpu_eva
     assert all(r.figures["gpu_device"] == r.figures["answered_by"] for r in results)
     for worker in FakeWorker.started:
         assert MULTICAST_OFF.items() <= worker.env.items()
+    # the task's correctness inputs are made ahead by one worker only, and only its jobs use them
+    maker, other = sorted(FakeWorker.started, key=lambda w: len(w.told), reverse=True)
+    assert other.told == [] and set(other.keys) == {None}
+    (key,) = {m["prepare"]["key"] for m in maker.told if "prepare" in m}
+    assert set(maker.keys) == {key} and maker.told[-1] == {"release": key}
 
 
 def test_explicit_gpus_override_the_environment(tmp_path, monkeypatch, saxpy_task):

@@ -25,7 +25,7 @@ import pytest
 from maxcode.errors import SandboxUnavailable
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR, BuildCache, ExtensionSpec
-from maxcode.evaluate.cuda.evaluator import _Job
+from maxcode.evaluate.cuda.evaluator import _InputsAhead, _Job
 from maxcode.evaluate.cuda.gpus import GpuQueue
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import Status
@@ -158,7 +158,7 @@ def test_gpu_replies_are_scrubbed_before_they_become_results(secret, tmp_path, s
     job = _Job(0, saxpy_task, "", tmp_path / "j")
     jobs.put(job, None)
     jobs.close()
-    evaluator._gpu_jobs(Worker(), jobs, lambda i, r: None)
+    evaluator._gpu_jobs(Worker(), jobs, _InputsAhead(evaluator, [job]), lambda i, r: None)
     text = json.dumps(job.result.to_dict())
     assert secret not in text and "[redacted:ANTHROPIC_API_KEY]" in job.result.reason
     assert job.result.sandbox == "full"

@@ -4,6 +4,7 @@ is measured only for a correct (or out-of-memory) candidate, and the speedups di
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ class SharedGpu:
     def __init__(self, reply_for):
         self.reply_for = reply_for
         self.jobs: list[dict] = []
+        self.told: list[dict] = []  # lines without a reply (inputs made ahead)
         self.running = 0
         self.most = 0
         self.lock = threading.Lock()
@@ -52,6 +54,10 @@ class SharedGpu:
         finally:
             with self.lock:
                 self.running -= 1
+
+    def tell(self, message: dict) -> None:
+        with self.lock:
+            self.told.append(message)
 
     def references(self) -> list[dict]:
         return [j for j in self.jobs if j["entry"].endswith(":run_reference")]
@@ -493,3 +499,53 @@ def test_a_reply_cannot_overwrite_the_figures_the_evaluator_measured(
     assert 0 <= result.figures["gpu_queue_seconds"] < 60
     assert result.figures["reference_wait_seconds"] >= 0
     assert result.figures["peak_gpu_mb"] == 7.0
+
+
+def test_a_tasks_inputs_are_asked_for_as_its_candidates_queue_and_let_go_when_done(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    """The GPU worker makes a task's large correctness inputs ahead (trial_inputs.InputStore):
+    asked for as each candidate joins the GPU queue (the store makes a set once), carried by
+    each candidate's job, let go once after the task's last candidate."""
+    other = dataclasses.replace(
+        saxpy_task, task_id="other", reference_source=saxpy_task.reference_source + "\n# other\n"
+    )
+    gpu = SharedGpu(correct_reply)
+    dirs_during_run: list[bool] = []
+
+    def reply(job: dict, beside: bool) -> dict:
+        with gpu.lock:
+            if "inputs_key" in job:  # its task's reference, for the makers, is still there
+                asked = [m["prepare"] for m in gpu.told if "prepare" in m]
+                mine = [a for a in asked if a["key"] == job["inputs_key"]]
+                dirs_during_run.append(Path(mine[0]["job_dir"], "reference.py").is_file())
+                gpu.told.append({"ran": job["inputs_key"]})
+        return correct_reply(job, beside)
+
+    gpu.reply_for = reply
+    items = [(saxpy_task, source)] * 3 + [(other, source)]
+    evaluate(tmp_path, monkeypatch, gpu, items, gpu_concurrency=2, seed=7, correctness_trials=4)
+    asked = [m["prepare"] for m in gpu.told if "prepare" in m]
+    assert len(asked) == 4  # one per candidate queued
+    assert {(a["seed"], a["trials"], a["min_bytes"]) for a in asked} == {
+        (7, 4, evaluator_module.INPUTS_AHEAD_MIN_BYTES)
+    }
+    keys = sorted({a["key"] for a in asked}, key=[a["key"] for a in asked].count, reverse=True)
+    assert len({a["job_dir"] for a in asked if a["key"] == keys[0]}) == 1  # one copy per task
+    carried = [j["inputs_key"] for j in gpu.candidates()]
+    assert sorted(carried) == sorted([keys[0]] * 3 + [keys[1]])
+    released = [m["release"] for m in gpu.told if "release" in m]
+    assert sorted(released) == sorted(keys)  # each once, after its last candidate
+    for key in keys:
+        last_run = max(i for i, m in enumerate(gpu.told) if m.get("ran") == key)
+        assert gpu.told.index({"release": key}) > last_run
+    assert len(dirs_during_run) == 4 and all(dirs_during_run)
+    assert not any(Path(a["job_dir"]).exists() for a in asked)
+
+
+def test_no_inputs_are_made_ahead_where_they_are_made_on_the_gpu(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    gpu = SharedGpu(correct_reply)
+    evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 2, fast_inputs=True)
+    assert gpu.told == [] and all("inputs_key" not in j for j in gpu.candidates())

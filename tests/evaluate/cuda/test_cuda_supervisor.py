@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 
@@ -218,3 +219,41 @@ def test_a_child_works_in_its_own_job_directory(worker, tmp_path):
     reply = worker.run(j)
     assert reply["status"] == "ok" and reply["figures"]["cwd"] == j["job_dir"]
     assert (Path(j["job_dir"]) / "generated_kernel.cu").is_file()
+
+
+def test_a_job_waits_for_its_tasks_inputs_made_ahead_and_gets_them(worker, tmp_path):
+    """The zygote makes a task's inputs once (``prepare``), starts a candidate of the task
+    when they are ready and hands them to its process; a job of a task it does not make
+    starts at once, with none."""
+    task = tmp_path / "inputs"
+    task.mkdir()
+    (task / "reference.py").write_text(
+        "import time, torch\n"
+        "def get_inputs():\n"
+        "    time.sleep(1.5)\n"  # a slow CPU generator
+        "    return [torch.rand(1 << 20)]\n"
+    )
+    ask = {"key": "k", "job_dir": str(task), "seed": 42, "trials": 3, "timeout_s": 60}
+    ask["min_bytes"] = 1 << 20
+    worker.tell({"prepare": ask})
+    started = time.monotonic()
+    first = worker.run({**job(tmp_path, "inputs_made_ahead", name="a"), "inputs_key": "k"})
+    waited = time.monotonic() - started
+    second = worker.run({**job(tmp_path, "inputs_made_ahead", name="b"), "inputs_key": "k"})
+    other = worker.run({**job(tmp_path, "inputs_made_ahead", name="c"), "inputs_key": "none"})
+    worker.tell({"release": "k"})
+    again = worker.run({**job(tmp_path, "inputs_made_ahead", name="d"), "inputs_key": "k"})
+
+    torch.manual_seed(42)
+    seeds = [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(3)]
+    firsts = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        firsts.append(float(torch.rand(1 << 20)[0]))
+    made = first["figures"]["made_ahead"]
+    assert made == {"seeds": seeds, "firsts": pytest.approx(firsts, abs=0)}
+    assert second["figures"]["made_ahead"] == made  # made once, for every candidate
+    assert 1.5 <= first["figures"]["inputs_ready_wait_seconds"] <= waited
+    assert second["figures"].get("inputs_ready_wait_seconds", 0) < 0.5  # ready: no wait
+    assert other["figures"]["made_ahead"] is None
+    assert again["figures"]["made_ahead"] is None  # released

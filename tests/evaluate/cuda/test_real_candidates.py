@@ -306,21 +306,34 @@ def test_bench_names_the_host_its_throughput_depends_on():
 
 
 def test_slot_occupancy_adds_up_slot_seconds_over_the_span_and_the_large_ones_share():
-    from bench_real_cuda import SLOT_STAGE, slot_occupancy
+    from bench_real_cuda import INPUTS_AHEAD_STAGE, SLOT_STAGE, slot_occupancy
 
-    def row(arrival, slot, peak, inputs=0.0):
+    def row(arrival, slot, peak, inputs=0.0, ahead=None):
         stages = {SLOT_STAGE: slot, "correctness_inputs": inputs} if slot is not None else {}
-        return {"arrival_s": arrival, "stage_seconds": stages, "peak_gpu_memory_mb": peak}
+        if ahead is not None:  # its launch waited for the worker's store to finish them
+            stages[INPUTS_AHEAD_STAGE] = ahead
+        return {
+            "arrival_s": arrival,
+            "stage_seconds": stages,
+            "peak_gpu_memory_mb": peak,
+            "trial_inputs_made_ahead": ahead is not None,
+        }
 
-    rows = [row(10.0, 10.0, 20_000.0, 4.0), row(20.0, 5.0, 1_000.0, 1.0), row(0.1, None, None)]
+    rows = [
+        row(10.0, 10.0, 20_000.0, 4.0),
+        row(20.0, 5.0, 1_000.0, 1.0),
+        row(0.1, None, None),
+        row(12.0, 6.0, 30_000.0, 0.5, ahead=2.0),
+    ]
     assert slot_occupancy(rows, 2) == {
         "slots": 2,
         "span_s": 20.0,  # from the first admission (0 s) to the last result (20 s)
-        "slot_seconds": 15.0,
-        "busy_slots_mean": 0.75,
-        "large_candidates": 1,
-        "large_slot_seconds": 10.0,
-        "large_inputs_wait_s": 4.0,
+        "slot_seconds": 21.0,
+        "busy_slots_mean": 1.05,
+        "large_candidates": 2,
+        "large_slot_seconds": 16.0,
+        "large_made_ahead": 1,
+        "large_inputs_wait_s": 6.5,  # 4 in its own process; 0.5 mapped + 2 before its start
     }
     assert slot_occupancy([row(0.1, None, None)], 2) is None  # static verdicts only
 

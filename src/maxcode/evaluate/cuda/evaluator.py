@@ -56,6 +56,7 @@ from maxcode.evaluate.cuda.gpus import (
     visible_gpus,
     with_multicast_off,
 )
+from maxcode.evaluate.cuda.semantics import SEMANTICS
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
 from maxcode.evaluate.sandbox import Confinement, confinement, uid_slot
@@ -95,6 +96,7 @@ class _Job:
     gpu_memory_mb: float | None = None  # what its process is expected to need (compile job)
     reference_gpu_memory_mb: float | None = None  # what its task's reference process needs
     queued_at: float = 0.0  # when its build finished and it joined the GPU queue
+    inputs_key: str | None = None  # its task's correctness inputs, made ahead (_InputsAhead)
 
 
 class CudaEvaluator:
@@ -176,11 +178,14 @@ class CudaEvaluator:
         pending = [j for j in jobs if j.result is None]
         if pending:
             self._ensure_workers()
+            ahead = _InputsAhead(self, pending)
             gpu_queue = GpuQueue(self._gpu_cond)
             errors: list[BaseException] = []
             threads = [
                 threading.Thread(
-                    target=self._gpu_loop, args=(w, gpu_queue, errors, done), daemon=True
+                    target=self._gpu_loop,
+                    args=(w, gpu_queue, ahead, errors, done),
+                    daemon=True,
                 )
                 for w in self._workers
                 for _ in range(self._ledger(w).slots)
@@ -195,13 +200,16 @@ class CudaEvaluator:
                         job = futures[fut]
                         if fut.result():
                             job.queued_at = time.monotonic()
+                            ahead.queued(job)
                             gpu_queue.put(job, self._need_mb(job))
                         else:
+                            ahead.done(job)
                             done(job.index, job.result)
             finally:
                 gpu_queue.close()
                 for t in threads:
                     t.join()
+                ahead.close()
             if errors:
                 raise RuntimeError(
                     f"a GPU worker failed; the evaluator cannot continue: {errors[0]}"
@@ -477,11 +485,12 @@ class CudaEvaluator:
         self,
         worker: GpuWorker,
         jobs: GpuQueue,
+        ahead: _InputsAhead,
         errors: list[BaseException],
         done: Callable[[int, EvalResult], None],
     ) -> None:
         try:
-            self._gpu_jobs(worker, jobs, done)
+            self._gpu_jobs(worker, jobs, ahead, done)
         except BaseException as err:
             errors.append(err)
 
@@ -637,6 +646,7 @@ class CudaEvaluator:
         self,
         worker: GpuWorker,
         jobs: GpuQueue,
+        ahead: _InputsAhead,
         done: Callable[[int, EvalResult], None],
     ) -> None:
         while (taken := jobs.take(self._ledger(worker))) is not None:
@@ -644,10 +654,12 @@ class CudaEvaluator:
             taken_at = time.monotonic()
             job.figures["gpu_queue_seconds"] = round(taken_at - job.queued_at, 3)
             known = self._known_reference(job.task, worker.gpu)
+            inputs_key = ahead.key_on(job, worker)
             reply = self._run_admitted(
                 worker,
                 {
                     **({"reference": known} if known else {}),
+                    **({"inputs_key": inputs_key} if inputs_key else {}),
                     "entry": "maxcode.evaluate.cuda.worker:run_job",
                     "gpu_facts": self._facts(worker.gpu),
                     "job_dir": str(job.job_dir),
@@ -662,6 +674,7 @@ class CudaEvaluator:
                 self._need_mb(job),
                 admission,
             )
+            ahead.done(job)
             reply = scrub_tree(reply)
             self._observe_memory(job.task, reply)
             if reply.get("status") in ("ok", "memory_limit"):
@@ -796,6 +809,92 @@ class CudaEvaluator:
 
 GPU_MEMORY_USABLE = 0.92  # of the GPU's memory, for jobs' own use (the rest: contexts, driver)
 CUDA_CONTEXT_MB = 600.0  # what a process's CUDA context and torch's kernels take besides
+
+
+INPUTS_AHEAD_MIN_BYTES = 2 << 30
+"""A task's correctness trials are made ahead by the GPU worker only from this size on: the wait
+that saves is in the multi-GB level-1 problems (in runs Q and S, made ahead, mid-size tasks
+held the room the large ones needed)."""
+
+
+class _InputsAhead:
+    """The tasks of one batch whose correctness inputs a GPU worker makes ahead of their
+    candidates (trial_inputs.InputStore, in its zygote): asked for as each candidate joins
+    the GPU queue, let go when the task's last candidate is done. With several GPUs each
+    task's inputs are made by one worker, in turn; a candidate that runs on another makes its
+    own, as it does when its worker's store left them out."""
+
+    def __init__(self, evaluator: CudaEvaluator, jobs: Sequence[_Job]):
+        cfg = evaluator.config
+        self._config = cfg
+        self._runs = evaluator.cache_dir / "runs"
+        self._lock = threading.Lock()
+        self._worker: dict[str, GpuWorker] = {}
+        self._dirs: dict[str, Path] = {}
+        self._left: dict[str, int] = {}
+        self._sources: dict[str, str] = {}
+        self._workers = evaluator._workers
+        if cfg.fast_inputs or not SEMANTICS[cfg.semantics].inputs_on_cpu or not self._workers:
+            return  # made on the GPU, or in no store
+        for job in jobs:
+            key = hashlib.sha256(
+                json.dumps([job.task.reference_source, cfg.seed, cfg.correctness_trials]).encode()
+            ).hexdigest()[:24]
+            job.inputs_key = key
+            self._left[key] = self._left.get(key, 0) + 1
+            self._sources[key] = job.task.reference_source
+            if key not in self._worker:
+                self._worker[key] = self._workers[len(self._worker) % len(self._workers)]
+
+    def key_on(self, job: _Job, worker: GpuWorker) -> str | None:
+        """The key a candidate's job carries to ``worker``: its task's, if that worker makes them."""
+        key = job.inputs_key
+        return key if key is not None and self._worker.get(key) is worker else None
+
+    def queued(self, job: _Job) -> None:
+        """A candidate joined the GPU queue: its task's inputs are made while it waits there."""
+        key = job.inputs_key
+        if key is None or key not in self._worker:
+            return
+        with self._lock:
+            if key not in self._dirs:
+                job_dir = self._dirs[key] = self._runs / f"inputs-{uuid.uuid4().hex}"
+                job_dir.mkdir(parents=True)
+                (job_dir / "reference.py").write_text(self._sources[key])
+            job_dir = self._dirs[key]
+        ask = {
+            "key": key,
+            "job_dir": str(job_dir),
+            "seed": self._config.seed,
+            "trials": self._config.correctness_trials,
+            "timeout_s": self._config.run_timeout_s,
+            "min_bytes": INPUTS_AHEAD_MIN_BYTES,
+        }
+        self._worker[key].tell({"prepare": ask})
+
+    def done(self, job: _Job) -> None:
+        key = job.inputs_key
+        with self._lock:
+            if key not in self._left:
+                return
+            self._left[key] -= 1
+            if self._left[key] > 0:
+                return
+            del self._left[key]
+        self._release(key)
+
+    def close(self) -> None:
+        with self._lock:
+            keys, self._left = list(self._left), {}
+        for key in keys:
+            self._release(key)
+
+    def _release(self, key: str) -> None:
+        with self._lock:
+            job_dir = self._dirs.pop(key, None)
+        if job_dir is not None:  # asked for: a candidate of the task was queued
+            self._worker[key].tell({"release": key})
+            shutil.rmtree(job_dir, ignore_errors=True)
 
 
 def _sharing_may_explain(reply: dict[str, Any]) -> bool:

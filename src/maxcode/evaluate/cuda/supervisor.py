@@ -40,7 +40,7 @@ import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from maxcode.evaluate.sandbox import (
     JAIL_TMPFS_MB,
@@ -54,6 +54,9 @@ from maxcode.evaluate.sandbox import (
     uid_slot,
 )
 from maxcode.evaluate.scrub import allowed_env
+
+if TYPE_CHECKING:  # the evaluator's process imports this module, and never torch
+    from maxcode.evaluate.cuda.trial_inputs import InputStore
 
 POLL_S = 0.02
 LOG_TAIL_CHARS = 1500
@@ -146,6 +149,7 @@ class _Child:
     paused_s: float = 0.0  # seconds its clocks stood still so far
     stopped: bool = False
     verdict: dict[str, Any] | None = None
+    inputs_wait_s: float = 0.0  # how long its launch waited for its task's inputs made ahead
 
     def hold(self, now: float) -> None:
         if self.held == 0:
@@ -176,7 +180,8 @@ class Supervisor:
     already running.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: InputStore | None = None) -> None:
+        self.store = store  # tasks' correctness inputs made ahead (in the zygote)
         self.children: dict[int, _Child] = {}
         self.shared: set[int] = set()
         self.waiting_shared: list[int] = []
@@ -184,7 +189,7 @@ class Supervisor:
         self.holder: int | None = None
 
     # -- children -------------------------------------------------------------------------
-    def launch(self, job: dict[str, Any]) -> _Child:
+    def launch(self, job: dict[str, Any], inputs_wait_s: float = 0.0) -> _Child:
         """Fork a child that runs ``job['entry']`` (``module:function``) on the job."""
         job_dir = Path(job["job_dir"])
         (job_dir / "result.json").unlink(missing_ok=True)  # a job run again (alone) starts clean
@@ -200,6 +205,7 @@ class Supervisor:
         os.close(grant_r)
         os.set_blocking(req_r, False)
         child = _Child(job, pid, time.monotonic(), watchdog, req_r, grant_w)
+        child.inputs_wait_s = inputs_wait_s
         self.children[pid] = child
         if self.holder is not None:  # a timing is running: the newcomer waits with the rest
             self._stop(child, time.monotonic())
@@ -215,6 +221,8 @@ class Supervisor:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         _child_watchdog, _child_gate = watchdog, gate
+        if self.store is not None:  # its task's inputs made ahead, and no other task's
+            self.store.enter_child(job.get("inputs_key"))
         os.setsid()  # own session, so grandchildren die (and stop) with it
         try:
             _jail_this_child(job_dir)
@@ -323,6 +331,8 @@ class Supervisor:
         verdict["figures"]["process_seconds"] = round(now - child.started, 3)
         verdict["figures"]["paused_seconds"] = round(child.paused_s, 3)
         verdict["figures"]["peak_rss_mb"] = round(child.peak_kb / 1024, 1)
+        if child.inputs_wait_s:
+            verdict["figures"]["inputs_ready_wait_seconds"] = round(child.inputs_wait_s, 3)
         verdict["output_tail"] = _tail(job_dir / "output.log")
         return verdict
 
@@ -660,32 +670,72 @@ SILENCE_S = 60.0  # a zygote silent this long while it has jobs is taken for hun
 
 def _serve_jobs(out: Any) -> None:
     """Job lines in, forked children side by side, one reply line each (tagged with the
-    job's ``id``) as they finish; a heartbeat line while children run."""
-    supervisor = Supervisor()
+    job's ``id``) as they finish; a heartbeat line while children run. Lines without a job
+    ask the input store to make a task's inputs ahead (``prepare``) or to let them go
+    (``release``); a job whose task's inputs are being made starts once they are ready."""
+    from maxcode.evaluate.cuda.trial_inputs import InputStore  # torch: the zygote has it
+
+    store = InputStore("maxcode.evaluate.cuda.worker:trial_input_maker", _jail_this_child)
+    supervisor = Supervisor(store)
+    waiting: list[tuple[dict[str, Any], float]] = []  # jobs whose inputs are being made
     pending = b""
     last_said = time.monotonic()
     while True:
-        fds = [*supervisor.request_fds(), 0]
+        makers = store.fds()
+        fds = [*supervisor.request_fds(), *makers, 0]
         ready, _, _ = select.select(fds, [], [], POLL_S)
         if 0 in ready:
             chunk = os.read(0, 1 << 16)
             if not chunk:  # the parent went away: nothing is left to report to
                 supervisor.kill_all()
+                for key in list(store.sets):
+                    store.release(key)
                 return
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 if line.strip():
-                    supervisor.launch(json.loads(line))
+                    _take_line(json.loads(line), store, waiting)
+        store.step(fd for fd in ready if fd in makers)
+        now, still = time.monotonic(), []
+        for job, since in waiting:
+            if store.pending(job.get("inputs_key")):
+                still.append((job, since))
+            else:
+                store.launching(job.get("inputs_key"))
+                supervisor.launch(job, inputs_wait_s=now - since)
+        waiting[:] = still
         replies = supervisor.step(fd for fd in ready if fd != 0)
         for job, reply in replies:
             out.write(json.dumps({**reply, "id": job.get("id")}) + "\n")
-        if supervisor.children and time.monotonic() - last_said > HEARTBEAT_S:
+        busy = supervisor.children or waiting
+        if busy and time.monotonic() - last_said > HEARTBEAT_S:
             out.write(json.dumps({"heartbeat": True}) + "\n")
             replies.append(({}, {}))
         if replies:
             out.flush()
             last_said = time.monotonic()
+
+
+def _take_line(
+    line: dict[str, Any],
+    store: InputStore,
+    waiting: list[tuple[dict[str, Any], float]],
+) -> None:
+    if "prepare" in line:
+        ask = line["prepare"]
+        store.prepare(
+            str(ask["key"]),
+            str(ask["job_dir"]),
+            int(ask["seed"]),
+            int(ask["trials"]),
+            float(ask["timeout_s"]),
+            int(ask["min_bytes"]),
+        )
+    elif "release" in line:
+        store.release(str(line["release"]))
+    else:
+        waiting.append((line, time.monotonic()))
 
 
 def _names(variable: str) -> list[str]:
@@ -914,6 +964,16 @@ class GpuWorker:
         pending.done.wait()
         assert pending.reply is not None
         return pending.reply
+
+    def tell(self, message: dict[str, Any]) -> None:
+        """Send the zygote a line it answers nothing to (inputs to make ahead, or to let go).
+        A zygote that is down misses it: its candidates then make their own inputs."""
+        with self._lock:
+            if self.proc is None or self.proc.poll() is not None or self.proc.stdin is None:
+                return
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.write((json.dumps(message) + "\n").encode())
+                self.proc.stdin.flush()
 
     def _read_replies(self, proc: subprocess.Popen, silence_s: float) -> None:
         """Hand each reply line to the thread that waits for it; when the zygote dies or says

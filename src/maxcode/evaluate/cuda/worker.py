@@ -38,9 +38,12 @@ from maxcode.evaluate.cuda.semantics import SEMANTICS
 from maxcode.evaluate.cuda.supervisor import child_gate, child_watchdog
 from maxcode.evaluate.cuda.tampering import TorchSnapshot
 from maxcode.evaluate.cuda.trial_inputs import (
+    Premade,
     TrialHelpers,
     available_host_bytes,
     input_bytes,
+    kernelbench_trial_seeds,
+    take_premade,
     trials_ahead,
 )
 
@@ -228,10 +231,16 @@ def set_seed(seed: int) -> None:
     torch.cuda.manual_seed(seed)
 
 
-def kernelbench_trial_seeds(seed: int, trials: int) -> list[int]:
-    """KernelBench's correctness-trial seeds (``run_and_check_correctness``), bit for bit."""
-    torch.manual_seed(seed)
-    return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(trials)]
+def trial_input_maker(job_dir: Path) -> tuple[int | None, Callable[[int], list[Any]]]:
+    """For a maker of the GPU worker's input store (trial_inputs.InputStore): the bytes of
+    one trial of the task's correctness inputs, and how KernelBench makes a trial's inputs."""
+    ref = load_module(Path(job_dir) / "reference.py", "maxcode_reference")
+
+    def make(trial_seed: int) -> list[Any]:
+        set_seed(trial_seed)
+        return list(ref.get_inputs())
+
+    return input_bytes(ref.get_inputs), make
 
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -257,6 +266,7 @@ class _Run:
         }
         self.builds: list[BuildOutcome] = []
         self.helpers: TrialHelpers | None = None  # forked only for large correctness inputs
+        self.premade: Premade | None = None  # or made ahead by the GPU worker, once per task
         self.job_dir = Path(job["job_dir"])
         self.current_stage = "setup"
         self.candidate_calls = 0
@@ -423,11 +433,16 @@ class _Run:
         """Fork the processes that make large correctness inputs on the CPU, one per trial
         (trial_inputs.TrialHelpers), while this process has neither CUDA nor candidate code."""
         self.trial_seeds = kernelbench_trial_seeds(self.cfg.seed, self.cfg.correctness_trials)
+        premade = take_premade()
         if self.cfg.fast_inputs or not self.semantics.inputs_on_cpu:
             return
+        if premade is not None and premade.seeds == self.trial_seeds[: len(premade.seeds)]:
+            self.premade = premade  # the first trials; this process's helpers make the rest
+            self.figures["trial_inputs_made_ahead"] = len(premade.seeds)
+        rest = self.trial_seeds[len(self.premade.seeds) if self.premade else 0 :]
         self.trial_input_bytes = input_bytes(self.ref.get_inputs)
-        if trials_ahead(self.trial_input_bytes, len(self.trial_seeds), available_host_bytes()) > 1:
-            self.helpers = TrialHelpers(self.cpu_inputs, self.trial_seeds)
+        if rest and trials_ahead(self.trial_input_bytes, len(rest), available_host_bytes()) > 1:
+            self.helpers = TrialHelpers(self.cpu_inputs, rest)
 
     def stop_input_helpers(self) -> None:
         if self.helpers is not None:
@@ -442,10 +457,15 @@ class _Run:
         if self.cfg.fast_inputs or not self.semantics.inputs_on_cpu:
             yield from (None for _ in seeds)
             return
+        ahead = trials_ahead(self.trial_input_bytes, len(seeds), available_host_bytes())
+        if self.premade is not None:  # mapped, never written: the files are sealed
+            if self.helpers is not None:
+                self.helpers.go(ahead)  # the rest are made while the first are checked
+            yield from (sealed.load() for sealed in self.premade.trials)
+            seeds = seeds[len(self.premade.trials) :]
         if self.helpers is None:
             yield from (self.cpu_inputs(seed) for seed in seeds)
             return
-        ahead = trials_ahead(self.trial_input_bytes, len(seeds), available_host_bytes())
         self.figures["trial_inputs_ahead"] = ahead
         for trial_seed, made in zip(seeds, self.helpers.made(ahead), strict=True):
             if made.inputs is None:  # the helper failed: made here, where errors are verdicts
