@@ -319,6 +319,10 @@ def test_tasks_the_store_leaves_to_their_candidates(tmp_path):
         "its size is unknown",
     ]
     assert late.sets["slow"].why == "its makers did not finish in time"
+    left = {k: store.sets[k] for k in ("small", "unknown", "broken")}
+    for key, found in left.items():  # the task's next candidate: no makers forked again
+        store.prepare(key, task_dir(tmp_path, f"{key}-again"), 1, 5, 60, min_bytes=1)
+        assert store.sets[key] is found and found.state == "dropped"
     for s in (store, late):
         assert s.reserved == 0 and not s.fds()
         for found in s.sets.values():

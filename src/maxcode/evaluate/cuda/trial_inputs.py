@@ -306,10 +306,11 @@ class InputStore:
         timeout_s: float,
         min_bytes: int,
     ) -> None:
-        """Make ``key``'s trials ahead unless one is below ``min_bytes`` (asked again for each
-        candidate that joins the queue: a set dropped when an earlier one started without it
-        is made anew)."""
-        if (key in self.sets and self.sets[key].state != "dropped") or trials < 1:
+        """Make ``key``'s trials ahead unless one is below ``min_bytes``. Asked again for each
+        candidate that joins the queue, a set is made once: one left to the candidates (small,
+        of unknown size, failed) stays so, without forking its makers again; one let go when
+        a candidate started without it (:meth:`launching`) is made anew."""
+        if key in self.sets or trials < 1:
             return
         makers = [
             _Maker.fork(self.entry, Path(job_dir), seed, trials, i, self.jail)
