@@ -91,6 +91,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
 
 SLOT_STAGE = "in a GPU slot (wall)"
 INPUTS_AHEAD_STAGE = "waiting for inputs made ahead"
+INPUTS_HELD_STAGE = "queued while its inputs were made ahead"
 LARGE_PEAK_MB = 15_000.0
 """Candidates peaking above this are the multi-GB level-1 problems (runs M-P: 14 of the 64)."""
 
@@ -138,6 +139,8 @@ def stage_seconds(result: EvalResult) -> dict[str, float]:
         out["compile (job wall)"] = fig["compile_wall_seconds"]
     if "gpu_queue_seconds" in fig:
         out["queued for the GPU"] = fig["gpu_queue_seconds"]
+    if "inputs_ahead_queue_seconds" in fig:  # of that, while its task's inputs were made ahead
+        out[INPUTS_HELD_STAGE] = fig["inputs_ahead_queue_seconds"]
     if "gpu_slot_seconds" in fig:
         out[SLOT_STAGE] = fig["gpu_slot_seconds"]
     if "inputs_ready_wait_seconds" in fig:  # in its slot, before its process started

@@ -83,6 +83,8 @@ class FakeWorker:
 
     def tell(self, message: dict) -> None:
         self.told.append(message)
+        if "prepare" in message:  # as a zygote whose store leaves the task to its candidates
+            self.on_inputs({message["prepare"]["key"]: False})
 
     def stop(self) -> None:
         pass

@@ -39,6 +39,8 @@ class SharedGpu:
         self.running = 0
         self.most = 0
         self.lock = threading.Lock()
+        self.made: dict[str, float] = {}  # when each task's set was ready (0: being made)
+        self.on_inputs = None  # set by the evaluator
 
     def run(self, job: dict) -> dict:
         with self.lock:
@@ -55,9 +57,22 @@ class SharedGpu:
             with self.lock:
                 self.running -= 1
 
+    store_s = 0.2  # how long its input store takes to make a task's set
+
     def tell(self, message: dict) -> None:
+        """As the zygote: a task asked for is being made, then ready ``store_s`` later."""
         with self.lock:
             self.told.append(message)
+        key = message.get("prepare", {}).get("key")
+        if key is not None and key not in self.made:
+            self.made[key] = 0.0
+            self.on_inputs({key: True})
+
+            def ready() -> None:
+                self.made[key] = time.monotonic()
+                self.on_inputs({key: False})
+
+            threading.Timer(self.store_s, ready).start()
 
     def references(self) -> list[dict]:
         return [j for j in self.jobs if j["entry"].endswith(":run_reference")]
@@ -449,6 +464,30 @@ def test_a_waiting_job_is_passed_at_most_max_overtakes_times():
     assert got[0][0] == "large"
 
 
+def test_a_held_job_waits_in_the_queue_is_not_overtaken_and_goes_when_its_hold_ends():
+    """A job whose task's inputs are being made ahead stays in the queue, not in a GPU slot:
+    later jobs go first without counting as passing it, and it goes once the hold ends."""
+    cond = threading.Condition()
+    ledger = GpuMemoryLedger(budget_mb=100.0, slots=64, cond=cond)
+    holding = {"held"}
+    queue = GpuQueue(cond, held=lambda job: job in holding)
+    queue.put("held", 10.0)
+    later = [f"later{i}" for i in range(MAX_OVERTAKES + 2)]
+    for name in later:
+        queue.put(name, 1.0)
+    queue.close()
+    assert [queue.take(ledger)[0] for _ in later] == later  # more than MAX_OVERTAKES passed it
+    waiting, got = _taker(queue, ledger)
+    waiting.join(0.3)
+    assert got == []  # it fits, but is not admitted ahead of its inputs
+    assert queue._jobs[0].overtaken == 0
+    with cond:
+        holding.clear()
+        cond.notify_all()
+    waiting.join(5)
+    assert got[0][0] == "held"
+
+
 def test_a_reference_that_waits_for_memory_goes_before_new_candidates():
     """Correct candidates wait for their task's reference, each holding a slot: the reference
     must not be passed by a stream of new candidates that each fit."""
@@ -520,11 +559,19 @@ def test_a_tasks_inputs_are_asked_for_as_its_candidates_queue_and_let_go_when_do
                 mine = [a for a in asked if a["key"] == job["inputs_key"]]
                 dirs_during_run.append(Path(mine[0]["job_dir"], "reference.py").is_file())
                 gpu.told.append({"ran": job["inputs_key"]})
+                made_before_run.append(0 < gpu.made[job["inputs_key"]] <= time.monotonic())
         return correct_reply(job, beside)
 
+    made_before_run: list[bool] = []
     gpu.reply_for = reply
     items = [(saxpy_task, source)] * 3 + [(other, source)]
-    evaluate(tmp_path, monkeypatch, gpu, items, gpu_concurrency=2, seed=7, correctness_trials=4)
+    results = evaluate(
+        tmp_path, monkeypatch, gpu, items, gpu_concurrency=2, seed=7, correctness_trials=4
+    )
+    # each waited in the queue, not in a GPU slot, until the store said its set was ready
+    assert made_before_run == [True] * 4
+    held = sorted(r.figures["inputs_ahead_queue_seconds"] for r in results)
+    assert held[-1] >= gpu.store_s - 0.05 and all(0 <= h < 5 for h in held)
     asked = [m["prepare"] for m in gpu.told if "prepare" in m]
     assert len(asked) == 4  # one per candidate queued
     assert {(a["seed"], a["trials"], a["min_bytes"]) for a in asked} == {
@@ -541,6 +588,49 @@ def test_a_tasks_inputs_are_asked_for_as_its_candidates_queue_and_let_go_when_do
         assert gpu.told.index({"release": key}) > last_run
     assert len(dirs_during_run) == 4 and all(dirs_during_run)
     assert not any(Path(a["job_dir"]).exists() for a in asked)
+
+
+def test_a_hold_ends_when_the_gpu_worker_loses_its_store(tmp_path, monkeypatch, saxpy_task, source):
+    """A zygote that dies while it makes a task's set never says it is ready: its candidates
+    go as soon as the worker says the store is gone, not after ``run_timeout_s``."""
+
+    class DyingStore(SharedGpu):
+        def tell(self, message: dict) -> None:
+            with self.lock:
+                self.told.append(message)
+            if "prepare" in message:
+                self.on_inputs({message["prepare"]["key"]: True})
+                threading.Timer(0.3, self.on_inputs, args=(None,)).start()
+
+    started = time.monotonic()
+    (result,) = evaluate(tmp_path, monkeypatch, DyingStore(correct_reply), [(saxpy_task, source)])
+    assert result.status is Status.OK and time.monotonic() - started < 10
+    assert 0.25 <= result.figures["inputs_ahead_queue_seconds"] < 5
+
+
+def test_tasks_small_by_the_compile_jobs_estimate_are_not_asked_for(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    """The compile job's memory estimate counts three input sets: below three times the
+    store's floor, the inputs are below it, and no maker is forked to find that out."""
+
+    def compiled(estimate_mb: float | None):
+        def compile_job(self, job) -> bool:
+            job.gpu_memory_mb = estimate_mb
+            return True
+
+        return compile_job
+
+    floor_mb = evaluator_module.INPUTS_AHEAD_MIN_BYTES / 2**20
+    for estimate_mb, asked in ((3 * floor_mb - 1, False), (3 * floor_mb, True), (None, True)):
+        gpu = SharedGpu(correct_reply)
+        monkeypatch.setattr(CudaEvaluator, "_facts", lambda self, g: {"memory.total": "81559"})
+        monkeypatch.setattr(CudaEvaluator, "_compile", compiled(estimate_mb))
+        ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path / str(estimate_mb))
+        ev._workers = [gpu]
+        (result,) = ev.evaluate_items([(saxpy_task, source)])
+        assert result.status is Status.OK
+        assert any("prepare" in m for m in gpu.told) is asked, estimate_mb
 
 
 def test_no_inputs_are_made_ahead_where_they_are_made_on_the_gpu(

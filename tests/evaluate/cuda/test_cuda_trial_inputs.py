@@ -11,6 +11,7 @@ import time
 import pytest
 import torch
 
+from maxcode.evaluate.cuda import trial_inputs
 from maxcode.evaluate.cuda.trial_inputs import (
     PARALLEL_MIN_BYTES,
     InputStore,
@@ -245,6 +246,24 @@ def test_the_store_makes_a_tasks_trials_once_bit_for_bit_for_its_candidates(tmp_
     assert store.reserved == 0 and "t" not in store.sets
 
 
+def test_the_store_says_which_tasks_it_is_making(tmp_path):
+    """What the evaluator is told (it keeps those tasks' candidates in its GPU queue): each
+    change once, a task let go while made included."""
+    store = store_for_tests(budget=1 << 30)
+    assert store.changes() == {}
+    store.prepare("t", task_dir(tmp_path, "t"), seed=42, trials=2, timeout_s=60, min_bytes=1)
+    store.prepare("small", task_dir(tmp_path, "small"), 1, 2, 60, min_bytes=TRIAL_BYTES * 2)
+    assert store.changes() == {"t": True, "small": True} and store.changes() == {}
+    settle(store, "t")
+    settle(store, "small")
+    assert store.changes() == {"t": False, "small": False}
+    store.release("t")
+    store.prepare("u", task_dir(tmp_path, "u"), seed=1, trials=2, timeout_s=60, min_bytes=1)
+    assert store.changes() == {"u": True}
+    store.release("u")
+    assert store.changes() == {"u": False} and store.changes() == {}
+
+
 def test_a_candidate_cannot_change_the_inputs_the_next_one_gets(tmp_path):
     store = store_for_tests(budget=1 << 30)
     store.prepare("t", task_dir(tmp_path, "t"), seed=42, trials=2, timeout_s=60, min_bytes=1)
@@ -320,6 +339,7 @@ def test_tasks_the_store_leaves_to_their_candidates(tmp_path):
     ]
     assert late.sets["slow"].why == "its makers did not finish in time"
     left = {k: store.sets[k] for k in ("small", "unknown", "broken")}
+    assert [len(found.makers) for found in left.values()] == [1, 1, 1]  # the sizer alone
     for key, found in left.items():  # the task's next candidate: no makers forked again
         store.prepare(key, task_dir(tmp_path, f"{key}-again"), 1, 5, 60, min_bytes=1)
         assert store.sets[key] is found and found.state == "dropped"
@@ -329,6 +349,22 @@ def test_tasks_the_store_leaves_to_their_candidates(tmp_path):
             for maker in found.makers:
                 with pytest.raises(ChildProcessError):
                     os.waitpid(maker.pid, os.WNOHANG)  # killed and reaped
+
+
+def test_a_task_not_sized_in_time_does_not_hold_back_the_next(tmp_path, monkeypatch):
+    """Sets start in the order asked; one whose size does not come back within
+    SIZING_TIMEOUT_S is left to its candidates, and the next one starts."""
+    monkeypatch.setattr(trial_inputs, "SIZING_TIMEOUT_S", 1.0)
+    store = store_for_tests(budget=1 << 30)
+    slow = "import time\n" + REFERENCE.replace("    x = ", "    time.sleep(60)\n    x = ")
+    store.prepare("slow", task_dir(tmp_path, "slow", slow), 1, 2, timeout_s=60, min_bytes=1)
+    store.prepare("next", task_dir(tmp_path, "next"), seed=1, trials=2, timeout_s=60, min_bytes=1)
+    started = time.monotonic()
+    settle(store, "slow")  # "next", sized meanwhile, waits behind it
+    settle(store, "next")
+    assert time.monotonic() - started < 30
+    assert store.sets["slow"].why == "it was not sized in time"
+    assert store.sets["next"].state == "ready"
 
 
 def test_a_candidates_process_keeps_no_descriptor_of_other_tasks(tmp_path):

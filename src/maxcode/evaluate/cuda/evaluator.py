@@ -13,6 +13,7 @@ candidate is correct, and the speedups are computed here.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -179,7 +180,7 @@ class CudaEvaluator:
         if pending:
             self._ensure_workers()
             ahead = _InputsAhead(self, pending)
-            gpu_queue = GpuQueue(self._gpu_cond)
+            gpu_queue = GpuQueue(self._gpu_cond, held=ahead.holds)
             errors: list[BaseException] = []
             threads = [
                 threading.Thread(
@@ -653,6 +654,8 @@ class CudaEvaluator:
             job, admission = taken
             taken_at = time.monotonic()
             job.figures["gpu_queue_seconds"] = round(taken_at - job.queued_at, 3)
+            if (held := ahead.held_seconds(job, taken_at)) is not None:
+                job.figures["inputs_ahead_queue_seconds"] = round(held, 3)
             known = self._known_reference(job.task, worker.gpu)
             inputs_key = ahead.key_on(job, worker)
             reply = self._run_admitted(
@@ -820,22 +823,31 @@ held the room the large ones needed)."""
 class _InputsAhead:
     """The tasks of one batch whose correctness inputs a GPU worker makes ahead of their
     candidates (trial_inputs.InputStore, in its zygote): asked for as each candidate joins
-    the GPU queue, let go when the task's last candidate is done. With several GPUs each
-    task's inputs are made by one worker, in turn; a candidate that runs on another makes its
-    own, as it does when its worker's store left them out."""
+    the GPU queue, let go when the task's last candidate is done. While the store makes a
+    task's set, its candidates wait in the GPU queue (:meth:`holds`), not in a GPU slot; the
+    zygote says when (``inputs_pending``), and a hold ends after ``run_timeout_s`` whatever
+    it says. With several GPUs each task's inputs are made by one worker, in turn; a
+    candidate that runs on another makes its own, as it does when its worker's store left
+    them out."""
 
     def __init__(self, evaluator: CudaEvaluator, jobs: Sequence[_Job]):
         cfg = evaluator.config
         self._config = cfg
         self._runs = evaluator.cache_dir / "runs"
         self._lock = threading.Lock()
+        self._cond = evaluator._gpu_cond  # the GPU queue's: a hold that ends wakes its slots
         self._worker: dict[str, GpuWorker] = {}
         self._dirs: dict[str, Path] = {}
         self._left: dict[str, int] = {}
         self._sources: dict[str, str] = {}
+        self._pending: dict[str, bool] = {}  # the store is making the task's set (last told)
+        self._asked_at: dict[str, float] = {}
+        self._settled_at: dict[str, float] = {}  # when it last stopped being made
         self._workers = evaluator._workers
         if cfg.fast_inputs or not SEMANTICS[cfg.semantics].inputs_on_cpu or not self._workers:
             return  # made on the GPU, or in no store
+        for worker in self._workers:
+            worker.on_inputs = functools.partial(self._told, worker)
         for job in jobs:
             key = hashlib.sha256(
                 json.dumps([job.task.reference_source, cfg.seed, cfg.correctness_trials]).encode()
@@ -851,11 +863,38 @@ class _InputsAhead:
         key = job.inputs_key
         return key if key is not None and self._worker.get(key) is worker else None
 
+    def holds(self, job: _Job) -> bool:
+        """Whether ``job`` waits in the GPU queue: its task's set is being made (called by
+        the queue, under its condition)."""
+        key = job.inputs_key
+        return (
+            key is not None
+            and self._pending.get(key, False)
+            and time.monotonic() < self._asked_at[key] + self._config.run_timeout_s
+        )
+
+    def held_seconds(self, job: _Job, taken_at: float) -> float | None:
+        """Of ``job``'s time in the GPU queue, how long its task's set was being made; None
+        for a task the store was not asked to make."""
+        key = job.inputs_key
+        with self._cond:
+            if key is None or key not in self._asked_at:
+                return None
+            settled = self._settled_at.get(key, 0.0)
+            if self._pending.get(key, False):
+                settled = taken_at  # taken at the end of its hold
+            return max(0.0, min(settled, taken_at) - job.queued_at)
+
     def queued(self, job: _Job) -> None:
         """A candidate joined the GPU queue: its task's inputs are made while it waits there."""
         key = job.inputs_key
         if key is None or key not in self._worker:
             return
+        if job.gpu_memory_mb is not None and job.gpu_memory_mb * 2**20 < 3 * INPUTS_AHEAD_MIN_BYTES:
+            return  # small: the compile job's estimate counts three input sets (not asked)
+        with self._cond:  # held until the zygote says otherwise (a task it knows says at once)
+            if key not in self._pending:
+                self._pending[key], self._asked_at[key] = True, time.monotonic()
         with self._lock:
             if key not in self._dirs:
                 job_dir = self._dirs[key] = self._runs / f"inputs-{uuid.uuid4().hex}"
@@ -888,6 +927,22 @@ class _InputsAhead:
             keys, self._left = list(self._left), {}
         for key in keys:
             self._release(key)
+        for worker in self._workers:
+            worker.on_inputs = None
+
+    def _told(self, worker: GpuWorker, changes: dict[str, bool] | None) -> None:
+        """The zygote's word on its store's sets (None: it died, and its store with it)."""
+        now = time.monotonic()
+        with self._cond:
+            mine = [k for k, w in self._worker.items() if w is worker]
+            for key in mine if changes is None else [k for k in changes if k in self._worker]:
+                pending = bool(changes and changes[key])
+                if self._pending.get(key) and not pending:
+                    self._settled_at[key] = now
+                if key in self._pending or pending:
+                    self._pending[key] = pending
+                    self._asked_at.setdefault(key, now)
+            self._cond.notify_all()
 
     def _release(self, key: str) -> None:
         with self._lock:

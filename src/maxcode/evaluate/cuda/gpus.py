@@ -15,7 +15,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,6 +182,7 @@ class GpuMemoryLedger:
 
 MAX_OVERTAKES = 8
 """How many later jobs may start before a waiting job that does not fit yet; then none may."""
+HELD_RECHECK_S = 1.0  # a queue with held jobs looks again this often (a hold can expire)
 
 
 class GpuQueue:
@@ -195,10 +196,14 @@ class GpuQueue:
     from its result timeline, not measured. Largest first was worse: the multi-GB level-1 problems,
     whose correctness trials are bound by KernelBench's serial CPU generator, filled every
     slot and 48 of 64 were done after 423 s.)
+
+    A job ``held`` says is held (its task's correctness inputs are being made ahead) is
+    passed over, and not counted as overtaken: it waits here rather than in a GPU slot.
     """
 
-    def __init__(self, cond: threading.Condition):
+    def __init__(self, cond: threading.Condition, held: Callable[[Any], bool] = lambda job: False):
         self.cond = cond
+        self.held = held
         self._jobs: list[_Waiting] = []  # oldest first
         self._closed = False
 
@@ -222,13 +227,17 @@ class GpuQueue:
                 index = self._first_fitting(ledger)
                 if index is not None:
                     for passed in self._jobs[:index]:
-                        passed.overtaken += 1
+                        if not self.held(passed.job):
+                            passed.overtaken += 1
                     waiting = self._jobs.pop(index)
                     return waiting.job, ledger.enter(waiting.need_mb)
-                self.cond.wait()
+                holding = any(self.held(waiting.job) for waiting in self._jobs)
+                self.cond.wait(HELD_RECHECK_S if holding else None)
 
     def _first_fitting(self, ledger: GpuMemoryLedger) -> int | None:
         for i, waiting in enumerate(self._jobs):
+            if self.held(waiting.job):
+                continue
             if ledger.fits(waiting.need_mb):
                 return i
             if waiting.overtaken >= MAX_OVERTAKES:

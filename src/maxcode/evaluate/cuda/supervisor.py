@@ -37,7 +37,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -672,7 +672,9 @@ def _serve_jobs(out: Any) -> None:
     """Job lines in, forked children side by side, one reply line each (tagged with the
     job's ``id``) as they finish; a heartbeat line while children run. Lines without a job
     ask the input store to make a task's inputs ahead (``prepare``) or to let them go
-    (``release``); a job whose task's inputs are being made starts once they are ready."""
+    (``release``); a line ``inputs_pending`` tells the evaluator whose are being made (it
+    keeps their candidates in its queue meanwhile), and a job whose task's inputs are being
+    made when it comes all the same starts once they are ready."""
     from maxcode.evaluate.cuda.trial_inputs import InputStore  # torch: the zygote has it
 
     store = InputStore("maxcode.evaluate.cuda.worker:trial_input_maker", _jail_this_child)
@@ -708,6 +710,9 @@ def _serve_jobs(out: Any) -> None:
         replies = supervisor.step(fd for fd in ready if fd != 0)
         for job, reply in replies:
             out.write(json.dumps({**reply, "id": job.get("id")}) + "\n")
+        if changed := store.changes():  # the evaluator holds their candidates in its queue
+            out.write(json.dumps({"inputs_pending": changed}) + "\n")
+            replies.append(({}, {}))
         busy = supervisor.children or waiting
         if busy and time.monotonic() - last_said > HEARTBEAT_S:
             out.write(json.dumps({"heartbeat": True}) + "\n")
@@ -853,6 +858,8 @@ class GpuWorker:
         self._replies: dict[int, _Pending] = {}
         self._next_id = 0
         self._reader: threading.Thread | None = None
+        # told which tasks' inputs its store is making ({key: pending}); None: the store is gone
+        self.on_inputs: Callable[[dict[str, bool] | None], None] | None = None
 
     def start(self) -> None:
         env = allowed_env(self.extra_env)
@@ -1002,10 +1009,15 @@ class GpuWorker:
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
                 reply = json.loads(line) if line.strip() else {}
+                told = self.on_inputs  # read once: a batch that ends sets it to None
+                if "inputs_pending" in reply and told is not None:
+                    told(reply["inputs_pending"])
                 pending = self._replies.pop(reply.pop("id", None), None) if "id" in reply else None
                 if pending is not None:
                     pending.reply = reply
                     pending.done.set()
+        if (told := self.on_inputs) is not None:  # its store went with it
+            told(None)
         for pending in list(self._replies.values()):
             pending.reply = {"status": "runtime_error", "reason": why}
             pending.done.set()

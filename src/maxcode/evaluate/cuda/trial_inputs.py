@@ -224,6 +224,9 @@ def kernelbench_trial_seeds(seed: int, trials: int) -> list[int]:
 PREMADE_HOST_SHARE = 0.5
 """Of the host's available memory when a GPU worker starts, the most the inputs it makes ahead
 may hold."""
+SIZING_TIMEOUT_S = 30.0
+"""A task whose size is not known this long after it was asked for is left to its candidates
+(sets start in the order asked: one not sized holds the next back until then)."""
 
 
 @dataclass
@@ -246,10 +249,13 @@ def take_premade() -> Premade | None:
 
 
 class _Set:
-    """One task's trials, made ahead by one forked maker per trial (see :class:`InputStore`)."""
+    """One task's trials, made ahead by one forked maker per trial (see :class:`InputStore`):
+    the first one sizes the task, the others are forked once it is known to be large."""
 
-    def __init__(self, key: str, makers: list[_Maker], deadline: float):
-        self.key, self.makers, self.deadline = key, makers, deadline
+    def __init__(self, key: str, fork: Callable[[int], _Maker], trials: int, deadline: float):
+        self.key, self.fork, self.trials_wanted, self.deadline = key, fork, trials, deadline
+        self.sizing_deadline = time.monotonic() + SIZING_TIMEOUT_S
+        self.makers = [fork(0)]
         self.state = "sizing"  # then "waiting" (for the budget), "making", "ready" or "dropped"
         self.bytes_per_trial: int | None = None
         self.min_bytes = 0  # trials below this are left to the candidates
@@ -291,7 +297,8 @@ class InputStore:
             budget = int((available_host_bytes() or 0) * PREMADE_HOST_SHARE)
         self.budget = budget
         self.sets: dict[str, _Set] = {}
-        self.order: list[str] = []  # waiting sets, the next to start first
+        self.order: list[str] = []  # sets not started yet, in the order asked
+        self._told: dict[str, bool] = {}  # what changes() last said of each task
 
     @property
     def reserved(self) -> int:
@@ -312,12 +319,13 @@ class InputStore:
         a candidate started without it (:meth:`launching`) is made anew."""
         if key in self.sets or trials < 1:
             return
-        makers = [
-            _Maker.fork(self.entry, Path(job_dir), seed, trials, i, self.jail)
-            for i in range(trials)
-        ]
-        self.sets[key] = _Set(key, makers, time.monotonic() + timeout_s)
+
+        def fork(index: int) -> _Maker:
+            return _Maker.fork(self.entry, Path(job_dir), seed, trials, index, self.jail)
+
+        self.sets[key] = _Set(key, fork, trials, time.monotonic() + timeout_s)
         self.sets[key].min_bytes = min_bytes
+        self.order.append(key)
 
     def launching(self, key: str | None) -> None:
         """A candidate of ``key`` starts now: a set still waiting for room is of no use to it."""
@@ -338,6 +346,16 @@ class InputStore:
         found = self.sets.get(key) if key else None
         return found is not None and found.state in ("sizing", "making")
 
+    def changes(self) -> dict[str, bool]:
+        """Each task whose :meth:`pending` changed since the last call (one let go: False),
+        for the evaluator, which keeps a candidate in its GPU queue, not in a GPU slot, while
+        its task's set is being made."""
+        now = {key: self.pending(key) for key in self.sets}
+        changed = {key: p for key, p in now.items() if self._told.get(key) != p}
+        changed.update({key: False for key in self._told if key not in now and self._told[key]})
+        self._told = now
+        return changed
+
     def fds(self) -> list[int]:
         return [m.sock.fileno() for s in self.sets.values() for m in s.makers if not m.done]
 
@@ -349,6 +367,8 @@ class InputStore:
             for maker in found.makers:
                 if not maker.done and maker.sock.fileno() in ready:
                     self._read(found, maker)
+            if found.state == "sizing" and now > found.sizing_deadline:
+                found.drop("it was not sized in time")
             if found.state in ("sizing", "making") and now > found.deadline:
                 found.drop("its makers did not finish in time")
         self._start_waiting()
@@ -401,22 +421,26 @@ class InputStore:
             found.drop("one trial is larger than the store's budget")
             return
         found.state = "waiting"
-        self.order.append(found.key)
 
     def _start_waiting(self) -> None:
-        """Start the waiting sets in order, each with as many of its first trials as there is
-        room for (a trial is reserved at 1.25x its size: a maker holds it twice while it copies
-        it out); the next waits while not one trial of it fits."""
+        """Start the waiting sets in the order asked, each with as many of its first trials as
+        there is room for (a trial is reserved at 1.25x its size: a maker holds it twice while
+        it copies it out); the next waits while the first is being sized or not one trial of
+        it fits."""
         while self.order:
             found = self.sets[self.order[0]]
+            if found.state == "sizing":
+                return
+            if found.state != "waiting":  # left to its candidates
+                self.order.pop(0)
+                continue
             per_trial = (found.bytes_per_trial or 0) * 5 // 4
             room = (self.budget - self.reserved) // max(1, per_trial)
             if room < 1:
                 return
             self.order.pop(0)
-            for maker in found.makers[room:]:  # later trials: the candidate's helpers
-                maker.kill()
-            found.makers = found.makers[:room]
+            wanted = min(room, found.trials_wanted)  # later trials: the candidate's helpers
+            found.makers += [found.fork(i) for i in range(len(found.makers), wanted)]
             found.state, found.reserved = "making", per_trial * len(found.makers)
             for maker in found.makers:
                 maker.go()
@@ -448,16 +472,7 @@ class _Maker(_Helper):
         if pid == 0:
             code, sized = 0, False
             try:
-                os.setsid()  # its own session: stopped, killed and timed apart from the zygote
-                os.closerange(3, child.fileno())
-                os.closerange(child.fileno() + 1, _max_fd())
-                null = os.open(os.devnull, os.O_RDWR)
-                for fd in (0, 1, 2):
-                    os.dup2(null, fd)
-                jail(job_dir)
-                _die_with_parent()
-                if os.getppid() != parent_pid:
-                    os._exit(0)
+                _detach(parent_pid, child.fileno(), jail=lambda: jail(job_dir), quiet=True)
                 os.chdir(job_dir)
                 torch.set_num_threads(1)
                 trial_seed = kernelbench_trial_seeds(seed, trials)[index]
@@ -499,16 +514,27 @@ class _Maker(_Helper):
             self.kill()
 
 
-def _detach(parent_pid: int, keep: int) -> None:
-    """In a new helper: die with the parent, leave its process group (a neighbour's timing
-    stops that group), and close every descriptor but ``keep`` and the standard three (the
-    parent's GPU gate pipes and reply channel are not the helper's)."""
+def _detach(
+    parent_pid: int, keep: int, jail: Callable[[], None] = lambda: None, quiet: bool = False
+) -> None:
+    """In a new helper or maker: a session of its own (stopped, killed and timed apart from
+    its parent: a neighbour's timing stops the candidate's group), every descriptor closed but
+    ``keep`` and the standard three (the parent's GPU gate pipes, reply channel and other
+    tasks' files are not its own), those three on /dev/null if ``quiet``, then ``jail``, then
+    death with the parent (in that order: a change of user clears the parent-death signal)."""
+    os.setsid()
+    os.closerange(3, keep)
+    os.closerange(keep + 1, _max_fd())
+    if quiet:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        if null > 2:
+            os.close(null)
+    jail()
     _die_with_parent()
     if os.getppid() != parent_pid:  # the parent died before the line above
         os._exit(0)
-    os.setpgid(0, 0)
-    os.closerange(3, keep)
-    os.closerange(keep + 1, _max_fd())
 
 
 def _max_fd() -> int:
