@@ -81,10 +81,11 @@ class FakeWorker:
             "timing": {"candidate": stats, "eager_this_process": stats},
         }
 
-    def tell(self, message: dict) -> None:
+    def tell(self, message: dict) -> bool:
         self.told.append(message)
         if "prepare" in message:  # as a zygote whose store leaves the task to its candidates
             self.on_inputs({message["prepare"]["key"]: False})
+        return True
 
     def stop(self) -> None:
         pass

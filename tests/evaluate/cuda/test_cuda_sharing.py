@@ -41,6 +41,7 @@ class SharedGpu:
         self.lock = threading.Lock()
         self.made: dict[str, float] = {}  # when each task's set was ready (0: being made)
         self.on_inputs = None  # set by the evaluator
+        self.down = False  # a zygote that is down misses what it is told
 
     def run(self, job: dict) -> dict:
         with self.lock:
@@ -59,10 +60,12 @@ class SharedGpu:
 
     store_s = 0.2  # how long its input store takes to make a task's set
 
-    def tell(self, message: dict) -> None:
+    def tell(self, message: dict) -> bool:
         """As the zygote: a task asked for is being made, then ready ``store_s`` later."""
         with self.lock:
             self.told.append(message)
+        if self.down:
+            return False
         key = message.get("prepare", {}).get("key")
         if key is not None and key not in self.made:
             self.made[key] = 0.0
@@ -73,6 +76,7 @@ class SharedGpu:
                 self.on_inputs({key: False})
 
             threading.Timer(self.store_s, ready).start()
+        return True
 
     def references(self) -> list[dict]:
         return [j for j in self.jobs if j["entry"].endswith(":run_reference")]
@@ -595,17 +599,32 @@ def test_a_hold_ends_when_the_gpu_worker_loses_its_store(tmp_path, monkeypatch, 
     go as soon as the worker says the store is gone, not after ``run_timeout_s``."""
 
     class DyingStore(SharedGpu):
-        def tell(self, message: dict) -> None:
+        def tell(self, message: dict) -> bool:
             with self.lock:
                 self.told.append(message)
             if "prepare" in message:
                 self.on_inputs({message["prepare"]["key"]: True})
                 threading.Timer(0.3, self.on_inputs, args=(None,)).start()
+            return True
 
     started = time.monotonic()
     (result,) = evaluate(tmp_path, monkeypatch, DyingStore(correct_reply), [(saxpy_task, source)])
     assert result.status is Status.OK and time.monotonic() - started < 10
     assert 0.25 <= result.figures["inputs_ahead_queue_seconds"] < 5
+
+
+def test_a_task_asked_of_a_zygote_that_is_down_holds_nothing(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    """The ask never reached a store (the zygote is down; it restarts with the next job): the
+    candidate is not held for a set nobody makes."""
+    gpu = SharedGpu(correct_reply)
+    gpu.down = True
+    started = time.monotonic()
+    (result,) = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)])
+    assert result.status is Status.OK and time.monotonic() - started < 10
+    assert any("prepare" in m for m in gpu.told)
+    assert result.figures["inputs_ahead_queue_seconds"] < 1
 
 
 def test_tasks_small_by_the_compile_jobs_estimate_are_not_asked_for(

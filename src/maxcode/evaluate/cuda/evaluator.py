@@ -909,7 +909,8 @@ class _InputsAhead:
             "timeout_s": self._config.run_timeout_s,
             "min_bytes": INPUTS_AHEAD_MIN_BYTES,
         }
-        self._worker[key].tell({"prepare": ask})
+        if not self._worker[key].tell({"prepare": ask}):  # a zygote that is down makes nothing
+            self._told(self._worker[key], {key: False})
 
     def done(self, job: _Job) -> None:
         key = job.inputs_key

@@ -972,15 +972,19 @@ class GpuWorker:
         assert pending.reply is not None
         return pending.reply
 
-    def tell(self, message: dict[str, Any]) -> None:
-        """Send the zygote a line it answers nothing to (inputs to make ahead, or to let go).
-        A zygote that is down misses it: its candidates then make their own inputs."""
+    def tell(self, message: dict[str, Any]) -> bool:
+        """Send the zygote a line it answers nothing to (inputs to make ahead, or to let go);
+        whether it was sent. A zygote that is down misses it: its candidates then make their
+        own inputs."""
         with self._lock:
             if self.proc is None or self.proc.poll() is not None or self.proc.stdin is None:
-                return
-            with contextlib.suppress(BrokenPipeError):
+                return False
+            try:
                 self.proc.stdin.write((json.dumps(message) + "\n").encode())
                 self.proc.stdin.flush()
+            except BrokenPipeError:
+                return False
+            return True
 
     def _read_replies(self, proc: subprocess.Popen, silence_s: float) -> None:
         """Hand each reply line to the thread that waits for it; when the zygote dies or says
