@@ -63,6 +63,7 @@ class FakeWorker:
         self.gpu, self.env, self.jobs = gpu, env, 0
         self.told: list[dict] = []  # lines for the zygote: inputs to make ahead, to let go
         self.keys: list[str | None] = []  # the inputs key each candidate's job carried
+        self.inputs_listeners: list = []
 
     def start(self) -> None:
         FakeWorker.started.append(self)
@@ -84,7 +85,8 @@ class FakeWorker:
     def tell(self, message: dict) -> bool:
         self.told.append(message)
         if "prepare" in message:  # as a zygote whose store leaves the task to its candidates
-            self.on_inputs({message["prepare"]["key"]: False})
+            for told in self.inputs_listeners:
+                told({message["prepare"]["key"]: False})
         return True
 
     def stop(self) -> None:

@@ -40,8 +40,13 @@ class SharedGpu:
         self.most = 0
         self.lock = threading.Lock()
         self.made: dict[str, float] = {}  # when each task's set was ready (0: being made)
-        self.on_inputs = None  # set by the evaluator
+        self.inputs_listeners: list = []  # the evaluator's batches
         self.down = False  # a zygote that is down misses what it is told
+
+    def say(self, changes: dict | None) -> None:
+        """As the zygote's reader thread: what the store is making (None: it is gone)."""
+        for told in list(self.inputs_listeners):
+            told(changes)
 
     def run(self, job: dict) -> dict:
         with self.lock:
@@ -69,11 +74,11 @@ class SharedGpu:
         key = message.get("prepare", {}).get("key")
         if key is not None and key not in self.made:
             self.made[key] = 0.0
-            self.on_inputs({key: True})
+            self.say({key: True})
 
             def ready() -> None:
                 self.made[key] = time.monotonic()
-                self.on_inputs({key: False})
+                self.say({key: False})
 
             threading.Timer(self.store_s, ready).start()
         return True
@@ -603,8 +608,8 @@ def test_a_hold_ends_when_the_gpu_worker_loses_its_store(tmp_path, monkeypatch, 
             with self.lock:
                 self.told.append(message)
             if "prepare" in message:
-                self.on_inputs({message["prepare"]["key"]: True})
-                threading.Timer(0.3, self.on_inputs, args=(None,)).start()
+                self.say({message["prepare"]["key"]: True})
+                threading.Timer(0.3, self.say, args=(None,)).start()
             return True
 
     started = time.monotonic()

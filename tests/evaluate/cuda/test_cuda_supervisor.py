@@ -236,7 +236,7 @@ def test_a_job_waits_for_its_tasks_inputs_made_ahead_and_gets_them(worker, tmp_p
     ask = {"key": "k", "job_dir": str(task), "seed": 42, "trials": 3, "timeout_s": 60}
     ask["min_bytes"] = 1 << 20
     said: list = []
-    worker.on_inputs = said.append  # what the evaluator is told (it holds k's candidates)
+    worker.inputs_listeners.append(said.append)  # what the evaluator hears (it holds k's jobs)
     worker.tell({"prepare": ask})
     started = time.monotonic()
     first = worker.run({**job(tmp_path, "inputs_made_ahead", name="a"), "inputs_key": "k"})

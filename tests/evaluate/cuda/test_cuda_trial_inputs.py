@@ -257,6 +257,8 @@ def test_the_store_says_which_tasks_it_is_making(tmp_path):
     settle(store, "t")
     settle(store, "small")
     assert store.changes() == {"t": False, "small": False}
+    store.prepare("small", task_dir(tmp_path, "small2"), 1, 2, 60, min_bytes=TRIAL_BYTES * 2)
+    assert store.changes() == {"small": False}  # asked again (another batch): said again
     store.release("t")
     store.prepare("u", task_dir(tmp_path, "u"), seed=1, trials=2, timeout_s=60, min_bytes=1)
     assert store.changes() == {"u": True}

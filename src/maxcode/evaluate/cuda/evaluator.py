@@ -844,10 +844,12 @@ class _InputsAhead:
         self._asked_at: dict[str, float] = {}
         self._settled_at: dict[str, float] = {}  # when it last stopped being made
         self._workers = evaluator._workers
+        self._listeners: list[tuple[GpuWorker, Callable[[dict[str, bool] | None], None]]] = []
         if cfg.fast_inputs or not SEMANTICS[cfg.semantics].inputs_on_cpu or not self._workers:
             return  # made on the GPU, or in no store
-        for worker in self._workers:
-            worker.on_inputs = functools.partial(self._told, worker)
+        self._listeners = [(w, functools.partial(self._told, w)) for w in self._workers]
+        for worker, listener in self._listeners:
+            worker.inputs_listeners.append(listener)
         for job in jobs:
             key = hashlib.sha256(
                 json.dumps([job.task.reference_source, cfg.seed, cfg.correctness_trials]).encode()
@@ -928,8 +930,8 @@ class _InputsAhead:
             keys, self._left = list(self._left), {}
         for key in keys:
             self._release(key)
-        for worker in self._workers:
-            worker.on_inputs = None
+        for worker, listener in self._listeners:
+            worker.inputs_listeners.remove(listener)
 
     def _told(self, worker: GpuWorker, changes: dict[str, bool] | None) -> None:
         """The zygote's word on its store's sets (None: it died, and its store with it)."""

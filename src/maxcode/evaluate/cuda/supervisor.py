@@ -858,8 +858,8 @@ class GpuWorker:
         self._replies: dict[int, _Pending] = {}
         self._next_id = 0
         self._reader: threading.Thread | None = None
-        # told which tasks' inputs its store is making ({key: pending}); None: the store is gone
-        self.on_inputs: Callable[[dict[str, bool] | None], None] | None = None
+        # each is told which tasks' inputs the store is making ({key: pending}); None: it is gone
+        self.inputs_listeners: list[Callable[[dict[str, bool] | None], None]] = []
 
     def start(self) -> None:
         env = allowed_env(self.extra_env)
@@ -1013,14 +1013,14 @@ class GpuWorker:
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
                 reply = json.loads(line) if line.strip() else {}
-                told = self.on_inputs  # read once: a batch that ends sets it to None
-                if "inputs_pending" in reply and told is not None:
-                    told(reply["inputs_pending"])
+                if "inputs_pending" in reply:
+                    for told in list(self.inputs_listeners):  # a batch that ends leaves
+                        told(reply["inputs_pending"])
                 pending = self._replies.pop(reply.pop("id", None), None) if "id" in reply else None
                 if pending is not None:
                     pending.reply = reply
                     pending.done.set()
-        if (told := self.on_inputs) is not None:  # its store went with it
+        for told in list(self.inputs_listeners):  # its store went with it
             told(None)
         for pending in list(self._replies.values()):
             pending.reply = {"status": "runtime_error", "reason": why}

@@ -316,7 +316,9 @@ class InputStore:
         """Make ``key``'s trials ahead unless one is below ``min_bytes``. Asked again for each
         candidate that joins the queue, a set is made once: one left to the candidates (small,
         of unknown size, failed) stays so, without forking its makers again; one let go when
-        a candidate started without it (:meth:`launching`) is made anew."""
+        a candidate started without it (:meth:`launching`) is made anew. Each ask is answered
+        by :meth:`changes`, also for a task known already (another batch may be asking)."""
+        self._told.pop(key, None)
         if key in self.sets or trials < 1:
             return
 
