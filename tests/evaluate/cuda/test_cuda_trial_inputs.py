@@ -11,7 +11,7 @@ import time
 import pytest
 import torch
 
-from maxcode.evaluate.cuda import trial_inputs
+from maxcode.evaluate.cuda import parallel_rand, trial_inputs
 from maxcode.evaluate.cuda.trial_inputs import (
     PARALLEL_MIN_BYTES,
     InputStore,
@@ -219,7 +219,13 @@ def store_for_tests(**kwargs) -> InputStore:
     return InputStore(MAKER, lambda job_dir: None, **kwargs)
 
 
-def test_the_store_makes_a_tasks_trials_once_bit_for_bit_for_its_candidates(tmp_path):
+@pytest.mark.parametrize("generator", ["serial", "threads"])
+def test_the_store_makes_a_tasks_trials_once_bit_for_bit_for_its_candidates(
+    tmp_path, monkeypatch, generator
+):
+    if generator == "threads":  # the maker's torch.rand in threads (parallel_rand), same values
+        monkeypatch.setattr(parallel_rand, "MIN_ELEMENTS", 1 << 12)
+        monkeypatch.setattr(parallel_rand, "MIN_CHUNK", 1 << 10)
     store = store_for_tests(budget=1 << 30)
     store.prepare("t", task_dir(tmp_path, "t"), seed=42, trials=5, timeout_s=60, min_bytes=1)
     assert store.pending("t")

@@ -34,6 +34,7 @@ from maxcode.evaluate.cuda.loader import (
     load_module,
     with_constant,
 )
+from maxcode.evaluate.cuda.parallel_rand import ParallelCpuRand
 from maxcode.evaluate.cuda.semantics import SEMANTICS
 from maxcode.evaluate.cuda.supervisor import child_gate, child_watchdog
 from maxcode.evaluate.cuda.tampering import TorchSnapshot
@@ -238,7 +239,8 @@ def trial_input_maker(job_dir: Path) -> tuple[int | None, Callable[[int], list[A
 
     def make(trial_seed: int) -> list[Any]:
         set_seed(trial_seed)
-        return list(ref.get_inputs())
+        with ParallelCpuRand():
+            return list(ref.get_inputs())
 
     return input_bytes(ref.get_inputs), make
 
@@ -476,7 +478,8 @@ class _Run:
 
     def cpu_inputs(self, trial_seed: int) -> list[Any]:
         set_seed(trial_seed)
-        return list(self.ref.get_inputs())
+        with ParallelCpuRand():  # KernelBench's values, several threads at once
+            return list(self.ref.get_inputs())
 
     def trial_inputs(self, trial_seed: int, on_cpu: list[Any] | None) -> list[Any]:
         """The trial's inputs on the GPU: copied from the CPU, or made there (``fast_inputs``)."""
