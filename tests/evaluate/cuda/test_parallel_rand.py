@@ -120,3 +120,23 @@ def test_a_torch_that_draws_otherwise_keeps_its_serial_calls(small_calls, monkey
         assert torch.equal(got, want) and small_calls == []
     finally:
         parallel_rand.agrees_with_torch.cache_clear()
+
+
+def test_threads_only_in_helpers_forked_before_the_candidates_import(small_calls):
+    """After the candidate's import its process makes a trial serially: the threads run numpy
+    code the torch tampering check does not watch. Its helpers, forked before, use them."""
+    from types import SimpleNamespace
+
+    from maxcode.evaluate.cuda.worker import _Run
+
+    class Trials:
+        ref = SimpleNamespace(get_inputs=kernelbench_get_inputs)
+        cpu_inputs = _Run.cpu_inputs
+        helper_inputs = _Run.helper_inputs
+
+    in_process = Trials().cpu_inputs(42)
+    assert small_calls == []
+    in_helper = Trials().helper_inputs(42)
+    assert small_calls == [16 * 4096, 3 * 2048 * 7]
+    for want, got in zip(in_process, in_helper, strict=True):
+        assert torch.equal(bits(want), bits(got))

@@ -444,7 +444,7 @@ class _Run:
         rest = self.trial_seeds[len(self.premade.seeds) if self.premade else 0 :]
         self.trial_input_bytes = input_bytes(self.ref.get_inputs)
         if rest and trials_ahead(self.trial_input_bytes, len(rest), available_host_bytes()) > 1:
-            self.helpers = TrialHelpers(self.cpu_inputs, rest)
+            self.helpers = TrialHelpers(self.helper_inputs, rest)
 
     def stop_input_helpers(self) -> None:
         if self.helpers is not None:
@@ -477,9 +477,15 @@ class _Run:
                 yield made.inputs
 
     def cpu_inputs(self, trial_seed: int) -> list[Any]:
+        """Serial: in this process it runs after the candidate's import, and the threads of
+        ``ParallelCpuRand`` run numpy code that the torch tampering check does not cover."""
         set_seed(trial_seed)
-        with ParallelCpuRand():  # KernelBench's values, several threads at once
-            return list(self.ref.get_inputs())
+        return list(self.ref.get_inputs())
+
+    def helper_inputs(self, trial_seed: int) -> list[Any]:
+        """In a helper, forked before the candidate's import: KernelBench's values, in threads."""
+        with ParallelCpuRand():
+            return self.cpu_inputs(trial_seed)
 
     def trial_inputs(self, trial_seed: int, on_cpu: list[Any] | None) -> list[Any]:
         """The trial's inputs on the GPU: copied from the CPU, or made there (``fast_inputs``)."""
