@@ -14,14 +14,23 @@ for, exactly as in an evaluation. Variants (the baseline is measured in the same
   precompiled ``torch/extension.h`` for the host binding, the lightest header tier that
   compiles for the ``.cu``, its host code hidden from nvcc's device pass where that is safe
   (measured alone by ``bench_cuda_header_tiers.py --compile``), one ``-gencode``;
-* ``ours``: as ``tiers``, but first the ``.cu``'s host functions are moved into the host
+* ``split``: as ``tiers``, but first the ``.cu``'s host functions are moved into the host
   binding (``maxcode.evaluate.cuda.host_split``) and its kernels built without torch
-  (``split_host_functions=True``; off by default until checked on a GPU).
+  (``split_host_functions=True``);
+* ``ours``: the defaults: as ``split``, the host binding first against the light
+  precompiled header (``light_host_headers=True``, ``build.HOST_LIGHT_HEADERS``), and the
+  ``load_inline`` calls written out in the candidate's source built while its compile job
+  starts (``build_ahead=True``, ``loader.specs_written_out``).
 
-The first variant named is the baseline of the before/after lines (default ``tiers,ours``).
+The first variant named is the baseline of the before/after lines (default ``split,ours``).
+Each variant's evaluator starts its precompiled header with its first compile job, as an
+evaluation does.
 
 Printed per variant: median and max compile wall per candidate (compile job start to last
-build, PCH included for those that waited for it), the median seconds of each build step
+build, PCH included for those that waited for it), the same median over the candidates that
+did not wait for the PCH, where the compile job's own time went (``start``: the sandboxed
+Python and its imports; the reference's shape estimate on ``meta``; the candidate's code
+less the builds it waited for), the median seconds of each build step
 (pch, host, cuda, link; ``split *``: a split attempt that failed and fell back) and of each
 nvcc phase (``nvcc --time``: cudafe++ front end, cicc device pass, ptxas, fatbinary, host
 compiler), the header tiers used and why host functions were not moved.
@@ -52,11 +61,15 @@ from maxcode.tasks.kernelbench import load_problem_file
 from maxcode.tasks.model import Task
 
 _CANDIDATE = re.compile(r"level_(\d+)_problem_(\d+)_sample_0_kernel\.py$")
+_OFF = {"host_pch": False, "light_cuda_headers": False, "split": False, "light_host": False,
+        "ahead": False}  # fmt: skip
 VARIANTS = {
-    "load_inline": {"host_pch": False, "light_cuda_headers": False, "split": False, "ptx": True},
-    "tiers": {"host_pch": True, "light_cuda_headers": True, "split": False, "ptx": False},
-    "ours": {"host_pch": True, "light_cuda_headers": True, "split": True, "ptx": False},
-}
+    "load_inline": {**_OFF, "ptx": True},
+    "tiers": {**_OFF, "host_pch": True, "light_cuda_headers": True, "ptx": False},
+    "split": {**_OFF, "host_pch": True, "light_cuda_headers": True, "split": True, "ptx": False},
+    "ours": {"host_pch": True, "light_cuda_headers": True, "split": True, "light_host": True,
+             "ahead": True, "ptx": False},
+}  # fmt: skip
 
 
 def real_candidates(kb: Path, limit: int) -> list[tuple[str, Task, str]]:
@@ -116,6 +129,8 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
         host_pch=opts["host_pch"],
         light_cuda_headers=opts["light_cuda_headers"],
         split_host_functions=opts["split"],
+        light_host_headers=opts["light_host"],
+        build_ahead=opts["ahead"],
     )
     evaluator = CudaEvaluator(cfg, root / f"cache-{name}", gpus=[])
     # TORCH_CUDA_ARCH_LIST as torch's default would be (the config only takes a plain arch)
@@ -133,6 +148,7 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
             "status": None if ok else job.result.status.value,
             "wall_s": round(time.monotonic() - t0, 3),
             "builds": job.figures.get("builds", []),
+            "job_s": job.figures.get("compile_job_seconds", {}),
             "reason": "" if ok else job.result.reason,
         }
 
@@ -140,6 +156,7 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
     with ThreadPoolExecutor(jobs) as pool:
         records = list(pool.map(one, range(len(items))))
     total = time.monotonic() - t0
+    evaluator.close()  # waits for the precompiled header it started ahead
     os.environ.pop(NVCC_TIME_DIR_VAR, None)
     phases = nvcc_phases(time_dir)
     steps: dict[str, list[float]] = defaultdict(list)
@@ -152,6 +169,14 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
         for phase, secs in per.items():
             phase_lists[phase].append(secs)
     walls = [r["wall_s"] for r in records]
+    # candidates none of whose builds waited for the precompiled header
+    after_pch = [
+        r["wall_s"] for r in records if all(b["steps"].get("pch", 0) < 0.5 for b in r["builds"])
+    ]
+    job_parts: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        for part, secs in r["job_s"].items():
+            job_parts[part].append(secs)
     return {
         "variant": name,
         "config": {"cuda_arch": evaluator.cuda_arch, **opts},
@@ -161,6 +186,10 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
         "batch_wall_s": round(total, 1),
         "median_wall_s": round(statistics.median(walls), 1),
         "max_wall_s": round(max(walls), 1),
+        "after_pch": len(after_pch),
+        "median_wall_after_pch_s": round(statistics.median(after_pch), 1) if after_pch else None,
+        "pch_ahead_s": evaluator.pch_ahead_seconds,
+        "median_job_s": {k: round(statistics.median(v), 2) for k, v in job_parts.items()},
         "median_step_s": {k: round(statistics.median(v), 2) for k, v in sorted(steps.items())},
         "median_nvcc_phase_s": {
             k: round(statistics.median(v), 2) for k, v in sorted(phase_lists.items())
@@ -188,7 +217,7 @@ def main() -> None:
     ap.add_argument("--arch", default="", help="GPU arch, e.g. 9.0 (default: the GPU's)")
     ap.add_argument(
         "--variants",
-        default="tiers,ours",
+        default="split,ours",
         help=f"of {sorted(VARIANTS)}; the first is the baseline of the before/after line",
     )
     ap.add_argument("--out", type=Path, help="write all records as JSON here")
@@ -214,6 +243,12 @@ def main() -> None:
                 f"median {res['median_wall_s']} s  max {res['max_wall_s']} s  "
                 f"batch {res['batch_wall_s']} s  sandbox {res['sandbox']}"
             )
+            print(
+                f"  {res['after_pch']} candidates whose builds did not wait for the PCH: "
+                f"median {res['median_wall_after_pch_s']} s; the PCH started with the first "
+                f"compile job took {res['pch_ahead_s']} s"
+            )
+            print(f"  compile job (median s): {res['median_job_s']}")
             print(f"  steps (median s): {res['median_step_s']}")
             print(f"  nvcc phases (median s per build): {res['median_nvcc_phase_s']}")
             print(f"  .cu header tiers: {res['tiers']}")

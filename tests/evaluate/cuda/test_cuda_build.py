@@ -256,7 +256,7 @@ def test_the_cuda_compile_runs_while_the_build_waits_for_the_pch(tmp_path, monke
     cache = BuildCache(tmp_path, "9.0", host_pch=True, light_cuda_headers=True, split_host=False)
     seen = {}
 
-    def pch_that_waits_for_the_cuda_object(flags, deadline):
+    def pch_that_waits_for_the_cuda_object(flags, deadline, headers):
         t0 = time.monotonic()
         while time.monotonic() - t0 < 120:
             seen["objects"] = list((tmp_path / "tmp").glob("*/cuda.cuda.o"))
@@ -283,7 +283,7 @@ def test_a_failed_pch_stops_the_cuda_compile_already_running(tmp_path, monkeypat
         return started
 
     monkeypatch.setattr(build_module, "_start_jobs", recording_start)
-    monkeypatch.setattr(cache, "_ensure_pch", lambda flags, deadline: _failed_pch())
+    monkeypatch.setattr(cache, "_ensure_pch", lambda flags, deadline, headers: _failed_pch())
     out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_FREE_KERNEL))
     assert out.failed_step == "pch" and not out.ok
     assert procs and all(p.poll() is not None for p in procs)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.build import BuildCache
+from maxcode.evaluate.cuda.compile_job import gpu_memory_estimates_mb
 from maxcode.evaluate.cuda.evaluator import COMPILE_NICENESS, _Job
 from maxcode.evaluate.result import Status
 
@@ -98,3 +101,54 @@ def test_an_extension_that_cannot_be_loaded_for_an_undefined_symbol_is_a_compile
     assert j.result.status is Status.COMPILE_ERROR
     assert "extension 'inner' failed to build (link)" in j.result.reason
     assert "undefined symbol" in j.result.reason and "never_defined" in j.result.reason
+
+
+FORGER = """
+import gc
+from maxcode.evaluate.cuda.compile_job import ParentBuilder
+for obj in gc.get_objects():
+    if isinstance(obj, ParentBuilder):
+        obj.tell({"estimate": [1.0, 1.0]})  # a tiny task: admit me beside everything
+"""
+
+
+def test_a_tasks_memory_estimate_is_made_once_before_candidate_code_runs(
+    evaluator, saxpy_task, tmp_path
+):
+    """The first compile job of a task sends the estimate first on its build channel, before
+    the candidate's import; a line the candidate sends later is not taken for it, and the
+    task's next job makes none of its own."""
+    (tmp_path / "reference.py").write_text(saxpy_task.reference_source)
+    genuine = gpu_memory_estimates_mb(tmp_path / "reference.py")
+    assert None not in genuine
+    forger = job(tmp_path, saxpy_task, FORGER, "forger")
+    assert evaluator._compile(forger) is True
+    assert (forger.gpu_memory_mb, forger.reference_gpu_memory_mb) == pytest.approx(genuine)
+    assert forger.figures["compile_job_seconds"]["shape estimate"] > 0
+    second = job(tmp_path, saxpy_task, "x = 2\n", "second")
+    assert evaluator._compile(second) is True
+    assert second.figures["compile_job_seconds"]["shape estimate"] == 0.0
+    assert (second.gpu_memory_mb, second.reference_gpu_memory_mb) == pytest.approx(genuine)
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+def test_a_load_inline_written_out_is_built_before_the_compile_job_asks(
+    saxpy_task, tmp_path, monkeypatch, ahead
+):
+    """``top`` is written out at the candidate's top level: with ``build_ahead`` it is built
+    while the compile job starts, and the job's request is served that build (built once,
+    its real time in the figures); ``inner`` is made in ``__init__``, built when asked."""
+    built_by = []
+    real_build = BuildCache.build
+
+    def recording(self, spec, timeout_s=600.0):
+        built_by.append((spec.name, threading.current_thread().name.startswith("maxcode-ahead")))
+        return real_build(self, spec, timeout_s)
+
+    monkeypatch.setattr(BuildCache, "build", recording)
+    config = CudaEvalConfig(cuda_arch="9.0", build_ahead=ahead)
+    evaluator = CudaEvaluator(config, tmp_path / "cache", gpus=[])
+    j = job(tmp_path, saxpy_task, CANDIDATE)
+    assert evaluator._compile(j) is True
+    assert sorted(built_by) == [("inner", False), ("top", ahead)]
+    assert all(not b["cached"] and b["seconds"] > 0 for b in j.figures["builds"])

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from maxcode.evaluate.cuda.build import (
+    HOST_FULL,
+    HOST_LIGHT,
     HOST_SPLIT_TIER,
     BuildCache,
     BuildOutcome,
@@ -211,7 +213,8 @@ def cache_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def builds(cache_root, link_stubs):
-    """Each fixture built twice into one cache (one PCH): split (the default) and unsplit."""
+    """Each fixture built three times into one cache: split (the default), split with the
+    light host headers (the default too), and unsplit; the full and the light PCH once each."""
     stubs, _ = link_stubs
     root = cache_root
     old = os.environ.get("LIBRARY_PATH")
@@ -219,15 +222,21 @@ def builds(cache_root, link_stubs):
     has_c10_cuda = (_torch_include() / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h").is_file()
     out: dict[str, dict[str, BuildOutcome]] = {}
     try:
-        for split in (True, False):
-            cache = BuildCache(root / "cache", "9.0", host_pch=True, split_host=split)
+        for variant, split, light in (
+            ("split", True, False),
+            ("unsplit", False, False),
+            ("light", True, True),
+        ):
+            cache = BuildCache(
+                root / "cache", "9.0", host_pch=True, split_host=split, light_host_headers=light
+            )
             for name, (source, cpp, _) in FIXTURES.items():
                 if name == "current_stream" and not has_c10_cuda:
                     continue  # CPU torch has no c10/cuda headers
                 spec = ExtensionSpec.from_load_inline(
                     f"ext_{name}", cpp, cuda_sources=source, functions=FIXTURES[name][2]
                 )
-                out.setdefault(name, {})["split" if split else "unsplit"] = cache.build(spec)
+                out.setdefault(name, {})[variant] = cache.build(spec)
     finally:
         if old is None:
             os.environ.pop("LIBRARY_PATH", None)
@@ -310,22 +319,87 @@ def test_split_and_unsplit_builds_expose_the_same_functions_kernels_and_checks(
     assert all(status == "RuntimeError" for status, _ in a["calls"].values()), a
 
 
+@needs_nvcc
+@pytest.mark.parametrize("name", list(FIXTURES))
+def test_the_light_host_headers_build_the_same_extension(name, builds, link_stubs):
+    """The binding against torch/extension.h less the C++ frontend: the same kernels, the
+    same functions, the same host checks as against the whole header."""
+    if name not in builds:
+        pytest.skip("needs torch's c10/cuda headers (a CUDA build of torch)")
+    light, full = builds[name]["light"], builds[name]["split"]
+    assert light.ok, light.first_error
+    assert (light.host_headers, full.host_headers) == (HOST_LIGHT, HOST_FULL)
+    assert light.key != full.key
+    assert _kernel_code(light.so_path) == _kernel_code(full.so_path)
+    ours = ("maxcode_", "__device_stub__", "PyInit_")  # stubs, kernels, the module
+    light_symbols, full_symbols = _defined_symbols(light.so_path), _defined_symbols(full.so_path)
+    assert {s for s in light_symbols if any(o in s for o in ours)} == {
+        s for s in full_symbols if any(o in s for o in ours)
+    }
+    functions = FIXTURES[name][2]
+    a = _load_and_call(light, functions, "cpu", link_stubs[1])
+    b = _load_and_call(full, functions, "cpu", link_stubs[1])
+    assert a == b and a["functions"] == functions
+
+
 @pytest.mark.gpu
 @needs_nvcc
 @pytest.mark.parametrize("name", list(FIXTURES))
-def test_split_and_unsplit_builds_compute_the_same_on_the_gpu(name, builds):
+def test_split_unsplit_and_light_builds_compute_the_same_on_the_gpu(name, builds):
     import torch
 
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
     if name not in builds:
         pytest.skip("needs torch's c10/cuda headers (a CUDA build of torch)")
-    split, unsplit = builds[name]["split"], builds[name]["unsplit"]
     functions = FIXTURES[name][2]
-    a = _load_and_call(split, functions, "cuda", [])
-    b = _load_and_call(unsplit, functions, "cuda", [])
+    a = _load_and_call(builds[name]["split"], functions, "cuda", [])
+    b = _load_and_call(builds[name]["unsplit"], functions, "cuda", [])
+    c = _load_and_call(builds[name]["light"], functions, "cuda", [])
     assert all(status == "ok" for status, _ in a["calls"].values()), a
-    assert a == b
+    assert a == b == c
+
+
+@needs_nvcc
+def test_a_binding_the_light_headers_cannot_compile_is_built_with_the_whole_header(
+    cache_root, builds
+):
+    """``torch::kMean`` is declared by the frontend (torch/enum.h), which the light set leaves
+    out: the light compile fails on the name, and the binding is compiled again with
+    torch/extension.h (both PCHs are the fixture's)."""
+    cache = BuildCache(
+        cache_root / "cache", "9.0", host_pch=True, split_host=True, light_host_headers=True
+    )
+    cpp = "#include <torch/extension.h>\nint mean_tag() { return sizeof(torch::kMean); }"
+    out = cache.build(ExtensionSpec.from_load_inline("ext_mean_tag", cpp, functions=["mean_tag"]))
+    assert out.ok, out.first_error
+    assert out.host_headers == HOST_FULL
+    assert out.steps["light host"] > 0 and out.steps["host"] > 0
+
+
+def test_the_host_binding_tiers(tmp_path):
+    """Light first, its torch/extension.h lines made comments on the same lines; host code
+    that names the frontend, and builds without the light set, get the whole header only."""
+    cpp = "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);"
+    spec = ExtensionSpec.from_load_inline("m", cpp, functions=["f"])
+    light_cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True)
+    (light, text), (full, as_written) = light_cache._host_tiers(spec)
+    assert (light, full) == (HOST_LIGHT, HOST_FULL)
+    assert as_written == spec.main_cpp()
+    assert "torch/extension.h" not in text.replace("// maxcode: torch/extension.h", "")
+    assert len(text.splitlines()) == len(as_written.splitlines())
+    frontend = ExtensionSpec.from_load_inline(
+        "m", cpp + "\nauto o = torch::nn::functional::relu;", functions=["f"]
+    )
+    assert [t for t, _ in light_cache._host_tiers(frontend)] == [HOST_FULL]
+    commented = ExtensionSpec.from_load_inline(
+        "m", cpp + "\n// torch::nn is not used", functions=["f"]
+    )
+    assert [t for t, _ in light_cache._host_tiers(commented)] == [HOST_LIGHT, HOST_FULL]
+    full_cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=False)
+    assert [t for t, _ in full_cache._host_tiers(spec)] == [HOST_FULL]
+    no_pch = BuildCache(tmp_path, "9.0", host_pch=False, light_host_headers=True)
+    assert no_pch._host_tiers(spec) == [("", spec.main_cpp())]
 
 
 @needs_nvcc

@@ -1,6 +1,8 @@
 """Compile one candidate's extensions on a CPU worker (run as ``python -m`` in a subprocess).
 
-The candidate module is executed, and ``ModelNew`` constructed once, with no GPU visible
+Before any candidate code runs, the job whose turn it is (one per task) estimates the task's
+GPU memory from the reference on ``meta`` and sends it first on the build channel, where a
+candidate cannot have written yet. The candidate module is executed, and ``ModelNew`` constructed once, with no GPU visible
 and ``load_inline`` routed to the build cache, which is how its specs are discovered
 (they are often assembled from strings at import time or in ``__init__``). Reads the job as JSON on stdin, writes a JSON reply on stdout.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -23,6 +26,7 @@ from maxcode.evaluate.cuda.loader import cached_load_inline, load_module
 
 
 def main() -> None:
+    started = time.monotonic()
     job = json.loads(sys.stdin.read())
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # the candidate's prints must not corrupt the reply
@@ -36,11 +40,19 @@ def main() -> None:
             job["host_pch"],
             job["light_cuda_headers"],
             split_host=job.get("split_host_functions", False),
+            light_host_headers=job.get("light_host_headers", False),
         )
     builds: list[BuildOutcome] = []
     import_error = None
-    # before candidate code runs
-    memory_mb, reference_mb = gpu_memory_estimates_mb(Path(job["reference_path"]))
+    import torch  # noqa: F401  (timed apart from the estimate, which uses it)
+
+    marks = [started, time.monotonic()]  # where this process's time went, for the figures
+    memory_mb = reference_mb = None
+    if job.get("estimate", True):  # once per task: the evaluator says which job makes it
+        memory_mb, reference_mb = gpu_memory_estimates_mb(Path(job["reference_path"]))
+        if isinstance(cache, ParentBuilder):  # before candidate code runs: it can be trusted
+            cache.tell({"estimate": [memory_mb, reference_mb]})
+    marks.append(time.monotonic())
     try:
         with cached_load_inline(cache, job["timeout_s"], builds.append):
             candidate = load_module(Path(job["candidate_path"]), "maxcode_candidate")
@@ -49,11 +61,19 @@ def main() -> None:
         pass  # recorded in builds
     except BaseException as err:
         import_error = f"{type(err).__name__}: {str(err).strip()[:300]}"
+    marks.append(time.monotonic())
+    waited = sum((b.seconds for b in builds), 0.0)  # the evaluator's builds, waited for in here
     reply = {
         "builds": [b.to_dict() for b in builds],
         "import_error": import_error,
         "gpu_memory_mb": memory_mb,
         "reference_gpu_memory_mb": reference_mb,
+        "seconds": {  # where the job's time went (the evaluator adds its start)
+            "torch import": round(marks[1] - marks[0], 3),
+            "shape estimate": round(marks[2] - marks[1], 3),
+            "candidate code": round(max(0.0, marks[3] - marks[2] - waited), 3),
+            "builds": round(waited, 3),
+        },
     }
     out.write(json.dumps(reply))
     out.flush()
@@ -67,9 +87,12 @@ class ParentBuilder:
         self.requests = os.fdopen(request_fd, "w")
         self.replies = os.fdopen(reply_fd)
 
-    def build(self, spec: ExtensionSpec, timeout_s: float = 600.0) -> BuildOutcome:
-        self.requests.write(json.dumps(spec.to_dict()) + "\n")
+    def tell(self, message: dict) -> None:
+        self.requests.write(json.dumps(message) + "\n")
         self.requests.flush()
+
+    def build(self, spec: ExtensionSpec, timeout_s: float = 600.0) -> BuildOutcome:
+        self.tell(spec.to_dict())
         line = self.replies.readline()
         if not line:
             raise RuntimeError("the evaluator closed the build channel")

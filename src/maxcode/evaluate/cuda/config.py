@@ -133,6 +133,18 @@ class CudaEvalConfig:
         default=True,
         metadata={"help": "precompile torch/extension.h once per toolchain for the host binding"},
     )
+    light_host_headers: bool = field(
+        default=True,
+        metadata={
+            "help": "with host_pch: compile the host binding first against a precompiled torch/extension.h less its C++ frontend (nn, optim, jit, ...); host code that names the frontend, or fails on a missing name, gets the whole header"
+        },
+    )
+    build_ahead: bool = field(
+        default=True,
+        metadata={
+            "help": "start the builds of the load_inline calls a candidate writes out at its top level (read from its source, never run) while its compile job starts Python and torch; a call that asks for anything else is built when it asks"
+        },
+    )
     light_cuda_headers: bool = field(
         default=True,
         metadata={

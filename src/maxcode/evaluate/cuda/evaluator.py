@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from maxcode.evaluate.cuda.build import (
     COMPILE_NICENESS,
     NOT_CACHED,
     BuildCache,
+    BuildOutcome,
     ExtensionSpec,
     detect_toolchain,
 )
@@ -57,6 +58,7 @@ from maxcode.evaluate.cuda.gpus import (
     visible_gpus,
     with_multicast_off,
 )
+from maxcode.evaluate.cuda.loader import specs_written_out
 from maxcode.evaluate.cuda.semantics import SEMANTICS
 from maxcode.evaluate.cuda.supervisor import GpuWorker
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
@@ -126,6 +128,11 @@ class CudaEvaluator:
         self._ledgers: dict[str | None, GpuMemoryLedger] = {}
         self._gpu_cond = threading.Condition()  # every GPU's ledger and the job queue
         self._observed_mb: dict[str, float] = {}  # peak GPU memory seen per task source
+        self._pch_ahead: threading.Thread | None = None  # see _prepare_host_pch
+        self.pch_ahead_seconds: float | None = None  # its wall time (0 when it was there)
+        self._estimates: dict[str, _TaskEstimate] = {}  # per reference source, see _compile
+        self._estimate_lock = threading.Lock()
+        self._pch_lock = threading.Lock()
 
     @property
     def jail(self) -> Confinement:
@@ -223,6 +230,8 @@ class CudaEvaluator:
         for w in self._workers:
             w.close()
         self._workers = []
+        if self._pch_ahead is not None:
+            self._pch_ahead.join()  # its compiler must not outlive the evaluator
 
     def __enter__(self) -> CudaEvaluator:
         return self
@@ -281,6 +290,7 @@ class CudaEvaluator:
             self.config.host_pch,
             self.config.light_cuda_headers,
             *([True] if self.config.split_host_functions else []),  # earlier keys stay valid
+            *(["light host"] if self.config.light_host_headers else []),
             EVALUATOR_VERSION,
         ]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
@@ -321,9 +331,12 @@ class CudaEvaluator:
         builds = reply["builds"]
         job.figures["compile_seconds"] = round(sum(b["seconds"] for b in builds), 3)
         job.figures["compile_wall_seconds"] = reply.get("wall_seconds", 0.0)
+        if "seconds" in reply:
+            job.figures["compile_job_seconds"] = reply["seconds"]
         job.figures["builds"] = [
             {k: b[k] for k in ("name", "key", "ok", "seconds", "steps", "cuda_headers", "cached")}
             | {"host_split": b.get("host_split", "")}  # why its host functions were not moved
+            | {"host_headers": b.get("host_headers", "")}
             for b in builds
         ]
         failed = next((b for b in builds if not b["ok"]), None)
@@ -339,6 +352,23 @@ class CudaEvaluator:
         job.result.sandbox = self.jail.level
         return False
 
+    def _prepare_host_pch(self, cache: BuildCache) -> None:
+        """The first compile job starts building the precompiled header beside it: the jobs
+        of the first wave spend their first seconds starting Python and running the
+        candidate's code before they ask for a build, and every one of them waits for it."""
+        with self._pch_lock:
+            if self._pch_ahead is not None:
+                return
+
+            def build() -> None:
+                t0 = time.monotonic()
+                with contextlib.suppress(Exception):  # a build that needs it says why it failed
+                    cache.prepare_host_pch(self.config.compile_timeout_s)
+                self.pch_ahead_seconds = round(time.monotonic() - t0, 3)
+
+            self._pch_ahead = threading.Thread(target=build, name="maxcode-pch", daemon=True)
+            self._pch_ahead.start()
+
     def _run_compile_job(self, job: _Job) -> dict[str, Any]:
         """The compile job runs the candidate's code, so it runs sandboxed (``self.jail``), the
         build cache read-only to it: it sends each spec here and this process builds it."""
@@ -349,10 +379,32 @@ class CudaEvaluator:
             self.config.light_cuda_headers,
             jail=self.jail,
             split_host=self.config.split_host_functions,
+            light_host_headers=self.config.light_host_headers,
         )
+        self._prepare_host_pch(cache)
+        ahead_specs = specs_written_out(job.source) if self.config.build_ahead else []
+        builders = ThreadPoolExecutor(max(1, len(ahead_specs)), thread_name_prefix="maxcode-ahead")
+        timeout_s = self.config.compile_timeout_s
+        ahead = {s.digest(): builders.submit(cache.build, s, timeout_s) for s in ahead_specs}
+        try:
+            return self._compile_job_beside(job, cache, ahead)
+        finally:
+            builders.shutdown(wait=True)  # a build the job never asked for ends here too
+
+    def _compile_job_beside(
+        self, job: _Job, cache: BuildCache, ahead: dict[str, Future[BuildOutcome]]
+    ) -> dict[str, Any]:
+        """Runs the compile job and serves its builds; ``ahead``: the builds already started."""
+        task_key = hashlib.sha256(job.task.reference_source.encode()).hexdigest()
+        with self._estimate_lock:
+            estimate = self._estimates.get(task_key)
+            estimates = estimate is None
+            if estimate is None:
+                estimate = self._estimates[task_key] = _TaskEstimate()
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         payload = {
+            "estimate": estimates,
             "cuda_arch": self.cuda_arch,
             "timeout_s": self.config.compile_timeout_s,
             "candidate_path": str(job.job_dir / "candidate.py"),
@@ -390,9 +442,20 @@ class CudaEvaluator:
             os.close(reply_r)
             prebuilt: dict[str, str] = {}
             with os.fdopen(request_r) as requests, os.fdopen(reply_w, "w") as replies:
-                timed_out = not _serve_builds(
-                    cache, requests, replies, deadline, self.config, prebuilt
-                )
+                try:
+                    timed_out = not _serve_builds(
+                        cache,
+                        requests,
+                        replies,
+                        deadline,
+                        self.config,
+                        prebuilt,
+                        estimate.set if estimates else None,
+                        ahead,
+                    )
+                finally:
+                    if estimates:
+                        estimate.set(None)  # none came: the task's other jobs go on without
             if timed_out:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, 9)
@@ -434,6 +497,14 @@ class CudaEvaluator:
             }
         reply["wall_seconds"] = wall
         reply["prebuilt"] = prebuilt
+        # the estimate the task's first job sent before candidate code ran, never the reply's
+        told = estimate.wait(max(1.0, deadline - time.monotonic()))
+        reply["gpu_memory_mb"], reply["reference_gpu_memory_mb"] = told or (None, None)
+        seconds = reply.get("seconds")  # the candidate's process wrote it: figures only
+        if isinstance(seconds, dict) and all(type(v) in (int, float) for v in seconds.values()):
+            reply["seconds"] = {"start": round(wall - sum(seconds.values()), 3), **seconds}
+        else:
+            reply.pop("seconds", None)
         return reply
 
     def _ensure_workers(self) -> None:
@@ -981,6 +1052,27 @@ def _record_device(result: EvalResult, worker: GpuWorker) -> None:
     result.figures["gpu_device"] = str(worker.gpu)
 
 
+class _TaskEstimate:
+    """A task's GPU memory estimate ``(candidate MB, reference MB)``, made once by the first
+    compile job of the task; the task's other jobs wait for it (it comes within seconds of
+    that job's start, long before its builds end)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._value: tuple[float | None, float | None] | None = None
+
+    def set(self, value: Any) -> None:
+        if self._event.is_set():
+            return
+        if isinstance(value, list) and len(value) == 2:
+            self._value = (_megabytes(value[0]), _megabytes(value[1]))
+        self._event.set()
+
+    def wait(self, timeout_s: float) -> tuple[float | None, float | None] | None:
+        self._event.wait(timeout_s)
+        return self._value
+
+
 def _serve_builds(
     cache: BuildCache,
     requests: Any,
@@ -988,10 +1080,15 @@ def _serve_builds(
     deadline: float,
     config: CudaEvalConfig,
     prebuilt: dict[str, str],
+    on_estimate: Callable[[Any], None] | None = None,
+    ahead: dict[str, Future[BuildOutcome]] | None = None,
 ) -> bool:
     """Build each spec a sandboxed compile job asks for, until it closes the channel; False
     when the deadline passed first. A malformed request is answered with a failed build.
-    ``prebuilt`` gets each built spec's digest and key (the GPU process loads by them)."""
+    ``prebuilt`` gets each built spec's digest and key (the GPU process loads by them).
+    ``on_estimate``: this job sends the task's estimate as its first line (see compile_job).
+    ``ahead``: builds started before the job asked, by spec digest (``specs_written_out``)."""
+    ahead = dict(ahead or {})
     fd = requests.fileno()
     while True:
         left = deadline - time.monotonic()
@@ -1003,6 +1100,11 @@ def _serve_builds(
         line = requests.readline()
         if not line:
             return True
+        if on_estimate is not None:  # the first line only: later ones come after the candidate
+            first, on_estimate = on_estimate, None
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                first(json.loads(line).get("estimate"))
+                continue
         try:
             spec = ExtensionSpec.from_dict(json.loads(line))
         except (ValueError, KeyError, TypeError) as err:
@@ -1010,7 +1112,12 @@ def _serve_builds(
                        "first_error": f"load_inline arguments rejected: {err}"}  # fmt: skip
         else:
             left = max(1.0, deadline - time.monotonic())
-            built = cache.build(spec, timeout_s=min(config.compile_timeout_s, left))
+            started = ahead.pop(spec.digest(), None)
+            built = (
+                started.result()  # the build keeps its own time limit
+                if started is not None
+                else cache.build(spec, timeout_s=min(config.compile_timeout_s, left))
+            )
             if built.ok:
                 prebuilt[spec.digest()] = built.key
             outcome = built.to_dict()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +63,85 @@ def cached_load_inline(
         yield
     finally:
         cpp_extension.load_inline = original
+
+
+def specs_written_out(source: str) -> list[ExtensionSpec]:
+    """The ``load_inline`` calls a candidate makes at its module's top level with every
+    argument written out: literals, top-level names bound once to literals (strings joined
+    with ``+``, lists of them), f-strings without fields. Read, never run: the evaluator starts
+    these builds beside the compile job's start (its Python and torch import), and the job's
+    own call finds them built, or builds what it asks for if it asks for something else."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    nodes = list(ast.walk(tree))
+    bindings = Counter(
+        n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    )
+    bindings.update(
+        (a.asname or a.name).split(".")[0]
+        for n in nodes
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    )
+    bindings.update(
+        n.name
+        for n in nodes
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    )
+    bound: dict[str, ast.AST] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, written = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, written = stmt.target, stmt.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and bindings[target.id] == 1:
+            bound[target.id] = written
+    calls = [
+        n
+        for n in nodes
+        if isinstance(n, ast.Call)
+        and "load_inline" in (getattr(n.func, "id", None), getattr(n.func, "attr", None))
+    ]
+
+    def value(node: ast.AST) -> object:
+        if isinstance(node, ast.Name):
+            if node.id not in bound:
+                raise ValueError(node.id)
+            return value(bound[node.id])
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = value(node.left), value(node.right)
+            if type(left) is not type(right) or not isinstance(left, str | list):
+                raise ValueError("+")
+            return left + right  # type: ignore[operator]
+        if isinstance(node, ast.List | ast.Tuple):
+            return [value(item) for item in node.elts]
+        if isinstance(node, ast.Dict):
+            return {value(k): value(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+        if isinstance(node, ast.JoinedStr) and all(
+            isinstance(v, ast.Constant) for v in node.values
+        ):
+            return "".join(v.value for v in node.values)  # type: ignore[attr-defined]
+        return ast.literal_eval(node)
+
+    top_level = {id(n) for stmt in tree.body for n in ast.walk(stmt) if not isinstance(
+        stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}  # fmt: skip
+    specs = []
+    for call in calls:
+        if id(call) not in top_level or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        try:
+            args = [value(a) for a in call.args]
+            kwargs = {k.arg: value(k.value) for k in call.keywords if k.arg is not None}
+            if len(kwargs) < len(call.keywords):
+                continue  # **options
+            specs.append(ExtensionSpec.from_load_inline(*args, **kwargs))
+        except (ValueError, TypeError, SyntaxError, KeyError, RecursionError):
+            continue
+    return specs
 
 
 def with_constant(source: str, name: str, value: int) -> str:

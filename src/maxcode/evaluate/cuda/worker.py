@@ -392,6 +392,7 @@ class _Run:
             self.cfg.host_pch,
             self.cfg.light_cuda_headers,
             split_host=self.cfg.split_host_functions,
+            light_host_headers=self.cfg.light_host_headers,
         )
         builds = PrebuiltBuilds(cache, self.job.get("prebuilt", {}))
         cand_path = self.job_dir / "candidate.py"

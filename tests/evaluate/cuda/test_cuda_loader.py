@@ -1,0 +1,71 @@
+"""Reading a candidate's load_inline calls from its source, without running it."""
+
+from __future__ import annotations
+
+import pytest
+
+from maxcode.evaluate.cuda.build import BuildError, BuildOutcome, ExtensionSpec
+from maxcode.evaluate.cuda.loader import cached_load_inline, load_module, specs_written_out
+
+WRITTEN_OUT = '''
+import torch
+from torch.utils.cpp_extension import load_inline
+
+kernel = """
+__global__ void twice(float* x) { x[threadIdx.x] *= 2; }
+""" + "// joined"
+decl: str = "torch::Tensor twice(torch::Tensor x);"
+flags = ["-O3"] + ["--use_fast_math"]
+ext = load_inline(
+    name="twice_ext",
+    cpp_sources=decl,
+    cuda_sources=kernel,
+    functions=["twice"],
+    extra_cuda_cflags=flags,
+    verbose=True,
+)
+other = torch.utils.cpp_extension.load_inline("other", [decl], cuda_sources=[kernel])
+'''
+
+
+class _Recorder:
+    """A builder that records what the candidate asks for and builds nothing."""
+
+    def __init__(self) -> None:
+        self.specs: list[ExtensionSpec] = []
+
+    def build(self, spec: ExtensionSpec, timeout_s: float = 0.0) -> BuildOutcome:
+        self.specs.append(spec)
+        return BuildOutcome(key="", name=spec.name, ok=False, failed_step="host")
+
+
+def test_written_out_calls_are_the_specs_the_candidate_asks_for(tmp_path):
+    path = tmp_path / "candidate.py"
+    path.write_text(WRITTEN_OUT)
+    guessed = specs_written_out(path.read_text())
+    recorder = _Recorder()
+    with cached_load_inline(recorder, 1.0, lambda outcome: None), pytest.raises(BuildError):
+        load_module(path, "maxcode_candidate_written_out")
+    assert [s.name for s in guessed] == ["twice_ext", "other"]
+    assert recorder.specs and guessed[0].digest() == recorder.specs[0].digest()
+    assert guessed[0].extra_cuda_cflags == ("-O3", "--use_fast_math")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("decl: str = ", "decl: str = make_decl() + "),  # computed at run time
+        ("flags = [", "flags = []\nflags += ["),  # bound twice
+        ("ext = load_inline(", "def build():\n    return load_inline("),  # not at top level
+        ("    verbose=True,\n", "    **options,\n"),  # arguments not written out
+        ('    name="twice_ext",', '    name=f"twice_{torch.__version__}",'),  # an f-string field
+    ],
+)
+def test_calls_not_written_out_are_left_to_the_candidate(change):
+    source = WRITTEN_OUT.replace(*change)
+    assert source != WRITTEN_OUT
+    assert "twice_ext" not in [s.name for s in specs_written_out(source)]
+
+
+def test_source_that_does_not_parse_gives_no_specs():
+    assert specs_written_out("def broken(:\n") == []
