@@ -20,7 +20,9 @@ for, exactly as in an evaluation. Variants (the baseline is measured in the same
 * ``ours``: the defaults: as ``split``, the host binding first against the light
   precompiled header (``light_host_headers=True``, ``build.HOST_LIGHT_HEADERS``), and the
   ``load_inline`` calls written out in the candidate's source built while its compile job
-  starts (``build_ahead=True``, ``loader.specs_written_out``).
+  starts (``build_ahead=True``, ``loader.specs_written_out``); a candidate whose source
+  shows every build it can ask for, of a task whose memory estimate another job made, runs
+  no compile job at all.
 
 The first variant named is the baseline of the before/after lines (default ``split,ours``).
 Each variant's evaluator starts its precompiled header with its first compile job, as an
@@ -190,6 +192,7 @@ def run_variant(name: str, items: list, arch: str, jobs: int, root: Path) -> dic
         "median_wall_after_pch_s": round(statistics.median(after_pch), 1) if after_pch else None,
         "pch_ahead_s": evaluator.pch_ahead_seconds,
         "median_job_s": {k: round(statistics.median(v), 2) for k, v in job_parts.items()},
+        "jobs_run": sum("torch import" in r["job_s"] for r in records),
         "median_step_s": {k: round(statistics.median(v), 2) for k, v in sorted(steps.items())},
         "median_nvcc_phase_s": {
             k: round(statistics.median(v), 2) for k, v in sorted(phase_lists.items())
@@ -248,7 +251,10 @@ def main() -> None:
                 f"median {res['median_wall_after_pch_s']} s; the PCH started with the first "
                 f"compile job took {res['pch_ahead_s']} s"
             )
-            print(f"  compile job (median s): {res['median_job_s']}")
+            print(
+                f"  compile jobs run: {res['jobs_run']} (the others' sources showed every build); "
+                f"where their time went (median s): {res['median_job_s']}"
+            )
             print(f"  steps (median s): {res['median_step_s']}")
             print(f"  nvcc phases (median s per build): {res['median_nvcc_phase_s']}")
             print(f"  .cu header tiers: {res['tiers']}")

@@ -152,3 +152,24 @@ def test_a_load_inline_written_out_is_built_before_the_compile_job_asks(
     assert evaluator._compile(j) is True
     assert sorted(built_by) == [("inner", False), ("top", ahead)]
     assert all(not b["cached"] and b["seconds"] > 0 for b in j.figures["builds"])
+
+
+def test_a_candidate_whose_source_shows_every_build_runs_no_compile_job(
+    evaluator, saxpy_task, tmp_path
+):
+    """Its task's estimate is an earlier job's and every build it can ask for is written
+    out: the builds are made from its source, and no sandboxed Python starts for it."""
+    first = job(tmp_path, saxpy_task, "x = 1\n", "first")  # the task's estimate comes with it
+    assert evaluator._compile(first) is True
+    assert (first.job_dir / "compile_job.json").exists()
+    written_out = CANDIDATE.split("class ModelNew")[0]
+    second = job(tmp_path, saxpy_task, written_out, "second")
+    assert evaluator._compile(second) is True
+    assert not (second.job_dir / "compile_job.json").exists()
+    assert [b["name"] for b in second.figures["builds"]] == ["top"]
+    assert len(second.prebuilt) == 1 and second.figures["builds"][0]["ok"]
+    assert (second.gpu_memory_mb, second.reference_gpu_memory_mb) == (
+        first.gpu_memory_mb,
+        first.reference_gpu_memory_mb,
+    )
+    assert second.gpu_memory_mb is not None

@@ -12,6 +12,7 @@ import shutil
 import struct
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -222,21 +223,23 @@ def builds(cache_root, link_stubs):
     has_c10_cuda = (_torch_include() / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h").is_file()
     out: dict[str, dict[str, BuildOutcome]] = {}
     try:
-        for variant, split, light in (
-            ("split", True, False),
-            ("unsplit", False, False),
-            ("light", True, True),
-        ):
-            cache = BuildCache(
-                root / "cache", "9.0", host_pch=True, split_host=split, light_host_headers=light
-            )
-            for name, (source, cpp, _) in FIXTURES.items():
-                if name == "current_stream" and not has_c10_cuda:
-                    continue  # CPU torch has no c10/cuda headers
-                spec = ExtensionSpec.from_load_inline(
-                    f"ext_{name}", cpp, cuda_sources=source, functions=FIXTURES[name][2]
+        with ThreadPoolExecutor(4) as pool:  # as an evaluation builds: several at once
+            for variant, split, light in (
+                ("split", True, False),
+                ("unsplit", False, False),
+                ("light", True, True),
+            ):
+                cache = BuildCache(
+                    root / "cache", "9.0", host_pch=True, split_host=split, light_host_headers=light
                 )
-                out.setdefault(name, {})[variant] = cache.build(spec)
+                for name, (source, cpp, _) in FIXTURES.items():
+                    if name == "current_stream" and not has_c10_cuda:
+                        continue  # CPU torch has no c10/cuda headers
+                    spec = ExtensionSpec.from_load_inline(
+                        f"ext_{name}", cpp, cuda_sources=source, functions=FIXTURES[name][2]
+                    )
+                    out.setdefault(name, {})[variant] = pool.submit(cache.build, spec)
+        out = {name: {v: f.result() for v, f in made.items()} for name, made in out.items()}
     finally:
         if old is None:
             os.environ.pop("LIBRARY_PATH", None)

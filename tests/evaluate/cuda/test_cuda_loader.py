@@ -42,13 +42,15 @@ class _Recorder:
 def test_written_out_calls_are_the_specs_the_candidate_asks_for(tmp_path):
     path = tmp_path / "candidate.py"
     path.write_text(WRITTEN_OUT)
-    guessed = specs_written_out(path.read_text())
+    written = specs_written_out(path.read_text())
+    guessed = written.specs
     recorder = _Recorder()
     with cached_load_inline(recorder, 1.0, lambda outcome: None), pytest.raises(BuildError):
         load_module(path, "maxcode_candidate_written_out")
     assert [s.name for s in guessed] == ["twice_ext", "other"]
     assert recorder.specs and guessed[0].digest() == recorder.specs[0].digest()
     assert guessed[0].extra_cuda_cflags == ("-O3", "--use_fast_math")
+    assert written.complete
 
 
 @pytest.mark.parametrize(
@@ -64,8 +66,27 @@ def test_written_out_calls_are_the_specs_the_candidate_asks_for(tmp_path):
 def test_calls_not_written_out_are_left_to_the_candidate(change):
     source = WRITTEN_OUT.replace(*change)
     assert source != WRITTEN_OUT
-    assert "twice_ext" not in [s.name for s in specs_written_out(source)]
+    written = specs_written_out(source)
+    assert "twice_ext" not in [s.name for s in written.specs] and not written.complete
+
+
+@pytest.mark.parametrize(
+    "addition",
+    [
+        "from torch.utils.cpp_extension import load_inline as build\nb = build('b', '')",
+        "b = getattr(torch.utils.cpp_extension, 'load_' + 'inline')('b', '')",
+        "from torch.utils.cpp_extension import load\nb = load('b', ['b.cpp'])",
+        "exec(open('more.py').read())",
+        "class ModelNew:\n    def __init__(self):\n        self.b = load_inline('b', '')",
+    ],
+)
+def test_a_build_reached_another_way_makes_the_reading_incomplete(addition):
+    """The evaluator skips the compile job only when the source shows every build."""
+    written = specs_written_out(WRITTEN_OUT + addition + "\n")
+    assert [s.name for s in written.specs][:2] == ["twice_ext", "other"]
+    assert not written.complete
 
 
 def test_source_that_does_not_parse_gives_no_specs():
-    assert specs_written_out("def broken(:\n") == []
+    written = specs_written_out("def broken(:\n")
+    assert written.specs == [] and not written.complete

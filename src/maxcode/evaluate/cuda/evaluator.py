@@ -382,25 +382,55 @@ class CudaEvaluator:
             light_host_headers=self.config.light_host_headers,
         )
         self._prepare_host_pch(cache)
-        ahead_specs = specs_written_out(job.source) if self.config.build_ahead else []
-        builders = ThreadPoolExecutor(max(1, len(ahead_specs)), thread_name_prefix="maxcode-ahead")
-        timeout_s = self.config.compile_timeout_s
-        ahead = {s.digest(): builders.submit(cache.build, s, timeout_s) for s in ahead_specs}
-        try:
-            return self._compile_job_beside(job, cache, ahead)
-        finally:
-            builders.shutdown(wait=True)  # a build the job never asked for ends here too
-
-    def _compile_job_beside(
-        self, job: _Job, cache: BuildCache, ahead: dict[str, Future[BuildOutcome]]
-    ) -> dict[str, Any]:
-        """Runs the compile job and serves its builds; ``ahead``: the builds already started."""
+        written = specs_written_out(job.source) if self.config.build_ahead else None
+        specs = written.specs if written else []
         task_key = hashlib.sha256(job.task.reference_source.encode()).hexdigest()
         with self._estimate_lock:
             estimate = self._estimates.get(task_key)
-            estimates = estimate is None
+            estimates = estimate is None  # this job's turn to make the task's estimate
             if estimate is None:
                 estimate = self._estimates[task_key] = _TaskEstimate()
+        builders = ThreadPoolExecutor(max(1, len(specs)), thread_name_prefix="maxcode-ahead")
+        timeout_s = self.config.compile_timeout_s
+        ahead = {s.digest(): builders.submit(cache.build, s, timeout_s) for s in specs}
+        try:
+            if written and written.complete and specs and not estimates:
+                return self._written_out_builds(ahead, estimate)
+            return self._compile_job_beside(job, cache, ahead, estimate, estimates)
+        finally:
+            builders.shutdown(wait=True)  # a build the job never asked for ends here too
+
+    def _written_out_builds(
+        self, ahead: dict[str, Future[BuildOutcome]], estimate: _TaskEstimate
+    ) -> dict[str, Any]:
+        """The reply of a compile job that is not run: the candidate's source shows every
+        build it can ask for (``WrittenOut.complete``) and its task's estimate is another
+        job's, so a sandboxed Python importing torch and the candidate would add nothing. A
+        build it asks for at run time all the same is made by the GPU process, as any build
+        the compile job did not see."""
+        t0 = time.monotonic()
+        builds = {digest: started.result() for digest, started in ahead.items()}
+        told = estimate.wait(max(1.0, self.config.compile_timeout_s))
+        return {
+            "builds": [b.to_dict() for b in builds.values()],
+            "import_error": None,
+            "prebuilt": {digest: b.key for digest, b in builds.items() if b.ok},
+            "gpu_memory_mb": (told or (None, None))[0],
+            "reference_gpu_memory_mb": (told or (None, None))[1],
+            "wall_seconds": round(time.monotonic() - t0, 3),
+            "seconds": {"builds": round(time.monotonic() - t0, 3)},  # no job ran: no start
+        }
+
+    def _compile_job_beside(
+        self,
+        job: _Job,
+        cache: BuildCache,
+        ahead: dict[str, Future[BuildOutcome]],
+        estimate: _TaskEstimate,
+        estimates: bool,
+    ) -> dict[str, Any]:
+        """Runs the compile job and serves its builds; ``ahead``: the builds already started;
+        ``estimates``: the job makes the task's estimate (``estimate``)."""
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         payload = {

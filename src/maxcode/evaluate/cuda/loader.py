@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol
@@ -65,16 +67,34 @@ def cached_load_inline(
         cpp_extension.load_inline = original
 
 
-def specs_written_out(source: str) -> list[ExtensionSpec]:
+# Source that could reach a build by a way this reading does not follow.
+_INDIRECT = re.compile(
+    r"\b(exec|eval|compile|getattr|setattr|globals|vars|locals|__import__)\s*\(|importlib"
+    r"|cpp_extension\s*\.\s*load\b(?!_inline)|\bimport\s+(load|\*)\b|\bload\s*\("
+    r"|\bload_inline\s+as\b"
+)
+
+
+@dataclass(frozen=True)
+class WrittenOut:
+    """What a candidate's source shows of its builds (see :func:`specs_written_out`)."""
+
+    specs: list[ExtensionSpec]
+    complete: bool  # every load_inline call is among ``specs``, and nothing reaches one otherwise
+
+
+def specs_written_out(source: str) -> WrittenOut:
     """The ``load_inline`` calls a candidate makes at its module's top level with every
     argument written out: literals, top-level names bound once to literals (strings joined
     with ``+``, lists of them), f-strings without fields. Read, never run: the evaluator starts
     these builds beside the compile job's start (its Python and torch import), and the job's
-    own call finds them built, or builds what it asks for if it asks for something else."""
+    own call finds them built, or builds what it asks for if it asks for something else.
+    ``complete`` when the source has no other call and no indirect way to one (an alias,
+    ``getattr``, ``exec``, ``cpp_extension.load``): then the compile job has nothing to add."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return []
+        return WrittenOut([], False)
     nodes = list(ast.walk(tree))
     bindings = Counter(
         n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -141,7 +161,20 @@ def specs_written_out(source: str) -> list[ExtensionSpec]:
             specs.append(ExtensionSpec.from_load_inline(*args, **kwargs))
         except (ValueError, TypeError, SyntaxError, KeyError, RecursionError):
             continue
-    return specs
+    named = sum(
+        getattr(n, "id", None) == "load_inline" or getattr(n, "attr", None) == "load_inline"
+        for n in nodes
+    )
+    imported = sum(
+        a.name == "load_inline" for n in nodes if isinstance(n, ast.ImportFrom) for a in n.names
+    )
+    complete = (
+        len(specs) == len(calls)
+        and named == len(calls)  # the name appears in calls and plain imports only
+        and source.count("load_inline") == named + imported
+        and not _INDIRECT.search(source)
+    )
+    return WrittenOut(specs, complete)
 
 
 def with_constant(source: str, name: str, value: int) -> str:
