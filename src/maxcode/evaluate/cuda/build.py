@@ -10,12 +10,12 @@ concurrent candidates with the same extension name overwrite each other. Here:
 * a per-key file lock plus build-in-a-private-directory-then-rename means concurrent
   jobs (threads or processes) never see a half-written build and never build twice;
 * the host binding (``main.cpp``) reuses a precompiled header built once per toolchain and
-  flag set: first torch/extension.h less its C++-frontend half (``HOST_LIGHT_HEADERS``; a
-  TU's cost with a PCH is the inline code its headers make every TU emit, not parsing), the
-  binding's own ``#include <torch/extension.h>`` lines then made comments; on a compile
-  error, or host code that names the frontend, the whole torch/extension.h; the ``.cu`` file is compiled against the lightest headers
-  that work, each tier falling back to the next on failure: the CUDA headers alone (a
-  source that never names torch), ATen's ``Tensor`` class plus the headers of exactly the
+  flag set: first torch/extension.h less its C++ frontend (``HOST_LIGHT_HEADERS``; with a
+  PCH, a TU's cost is the inline code its headers make every TU emit, not the parse), the
+  binding's own ``#include <torch/extension.h>`` lines made comments; on a missing name, or
+  for host code that names the frontend, the whole torch/extension.h;
+* the ``.cu`` file is compiled against the lightest headers that work, each tier falling
+  back to the next on failure: the CUDA headers alone (a source that never names torch), ATen's ``Tensor`` class plus the headers of exactly the
   ``torch::``/``at::`` functions it calls (about half the nvcc time of ``torch/types.h``,
   which declares every op), ``torch/types.h``, the text as written; host and device compiles
   run in parallel; the tier a .cu reached is remembered per .cu text;
