@@ -2,9 +2,10 @@
 
 Before any candidate code runs, the job whose turn it is (one per task) estimates the task's
 GPU memory from the reference on ``meta`` and sends it first on the build channel, where a
-candidate cannot have written yet. The candidate module is executed, and ``ModelNew`` constructed once, with no GPU visible
-and ``load_inline`` routed to the build cache, which is how its specs are discovered
-(they are often assembled from strings at import time or in ``__init__``). Reads the job as JSON on stdin, writes a JSON reply on stdout.
+candidate cannot have written yet. The candidate module is executed, and ``ModelNew``
+constructed once, with no GPU visible and ``load_inline`` routed to the build cache, which is
+how its specs are discovered (they are often assembled from strings at import time or in
+``__init__``). Reads the job as JSON on stdin, writes a JSON reply on stdout.
 
 This process runs the candidate's code, so it runs sandboxed and sees the build cache
 read-only: with ``request_fd``/``reply_fd`` in the job, each spec goes to the evaluator

@@ -324,7 +324,7 @@ class CudaEvaluator:
                 atomic_write_json(index, {**kept, "import_error": None})
             job.figures["build_cached"] = False
         job.prebuilt = reply.get("prebuilt", {})
-        # the compile job imported the candidate: its reply's numbers are checked, not trusted
+        # the estimate came before candidate code ran (_TaskEstimate); still only a number
         job.gpu_memory_mb = _megabytes(reply.get("gpu_memory_mb"))
         job.reference_gpu_memory_mb = _megabytes(reply.get("reference_gpu_memory_mb"))
         reply = scrub_tree(reply)  # compiler output can quote anything the candidate printed
