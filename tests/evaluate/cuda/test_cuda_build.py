@@ -13,6 +13,7 @@ import pytest
 from maxcode.evaluate.cuda import build as build_module
 from maxcode.evaluate.cuda.build import (
     COMPILE_NICENESS,
+    HOST_LIGHT,
     HOST_ONLY_END,
     HOST_ONLY_GUARD,
     HOST_ONLY_TIER,
@@ -288,6 +289,59 @@ def test_a_failed_pch_stops_the_cuda_compile_already_running(tmp_path, monkeypat
     assert out.failed_step == "pch" and not out.ok
     assert procs and all(p.poll() is not None for p in procs)
     assert cache.lookup(out.key) is not None  # a PCH failure is deterministic: cached
+
+
+TORCH_BINDING = "torch::Tensor twice(torch::Tensor x) { return x * 2; }"
+
+
+def test_a_host_compile_does_not_wait_for_a_pch_still_being_built(tmp_path, monkeypatch):
+    """``wait_for_pch=False``: while the PCH builds (here: never, until released), the host
+    compile parses the same headers itself and the extension works; the PCH is started
+    once, in the background, and joined by ``wait_for_pch_builds``."""
+    import torch
+
+    cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True, wait_for_pch=False)
+    release = threading.Event()
+    asked = []
+
+    def pch_still_building(flags, deadline, headers):
+        asked.append(headers)
+        release.wait(300)
+        return _failed_pch()
+
+    monkeypatch.setattr(cache, "_ensure_pch", pch_still_building)
+    spec = ExtensionSpec.from_load_inline("m", TORCH_BINDING, functions=["twice"])
+    out = cache.build(spec)
+    assert not release.is_set()
+    assert out.ok, out.first_error
+    assert (out.host_headers, out.host_parsed) == (HOST_LIGHT, True)
+    assert "pch" not in out.steps
+    x = torch.arange(3.0)
+    assert torch.equal(import_extension(out).twice(x), 2 * x)
+    flags = build_module.torch_flags(spec, "9.0")
+    again = cache.start_pch(flags, HOST_LIGHT, 60)  # what the next build would do
+    assert asked == [HOST_LIGHT] and again.is_alive()  # one background build for all
+    release.set()
+    build_module.wait_for_pch_builds()
+    assert not again.is_alive()
+
+
+def test_a_host_compile_uses_the_pch_once_it_is_there(tmp_path, monkeypatch):
+    cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True, wait_for_pch=False)
+    spec = ExtensionSpec.from_load_inline("m", TORCH_BINDING, functions=["twice"])
+    flags = build_module.torch_flags(spec, "9.0")
+    ready = tmp_path / "pch" / cache._pch_key(flags, HOST_LIGHT)
+    ready.mkdir(parents=True)
+    (ready / "ok").write_text("")
+    monkeypatch.setattr(cache, "start_pch", lambda *a: pytest.fail("the PCH is there"))
+    work = tmp_path / "work"
+    work.mkdir()
+    outcome = BuildOutcome(key="k", name="m", ok=False)
+    cmd = cache._host_command(
+        spec, flags, cache._host_tiers(spec), work, {}, outcome, time.monotonic() + 60
+    )
+    assert cmd[cmd.index("-include") + 1] == str(ready / "maxcode_torch_light.h")
+    assert not outcome.host_parsed and outcome.steps["pch"] < 1
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

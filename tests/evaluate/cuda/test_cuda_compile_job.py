@@ -152,6 +152,27 @@ def test_a_load_inline_written_out_is_built_before_the_compile_job_asks(
     assert evaluator._compile(j) is True
     assert sorted(built_by) == [("inner", False), ("top", ahead)]
     assert all(not b["cached"] and b["seconds"] > 0 for b in j.figures["builds"])
+    # the job's parts are what it waited for, not what a build started ahead of it took
+    parts = j.figures["compile_job_seconds"]
+    assert all(secs >= 0 for secs in parts.values()), parts
+    assert sum(parts.values()) == pytest.approx(j.figures["compile_wall_seconds"], abs=0.01)
+
+
+def test_the_builds_wait_for_the_pch_as_the_config_says(saxpy_task, tmp_path, monkeypatch):
+    """``wait_for_host_pch`` reaches the build cache (on, the default, is BuildCache's own;
+    without a PCH, so that no header is built for nothing)."""
+    seen = []
+    real_build = BuildCache.build
+
+    def recording(self, spec, timeout_s=600.0):
+        seen.append(self.wait_for_pch)
+        return real_build(self, spec, timeout_s)
+
+    monkeypatch.setattr(BuildCache, "build", recording)
+    config = CudaEvalConfig(cuda_arch="9.0", host_pch=False, wait_for_host_pch=False)
+    evaluator = CudaEvaluator(config, tmp_path / "cache", gpus=[])
+    assert evaluator._compile(job(tmp_path, saxpy_task, CANDIDATE)) is True
+    assert seen and set(seen) == {False}
 
 
 def test_a_candidate_whose_source_shows_every_build_runs_no_compile_job(

@@ -71,6 +71,10 @@ from maxcode.evaluate.sandbox import (
 from maxcode.evaluate.scrub import allowed_env
 
 _local = threading.local()  # the confinement of the build this thread is running, if any
+# The precompiled headers this process builds in the background, by directory: one thread
+# each, a failed one not tried again (see ``BuildCache.start_pch``).
+_PCH_THREADS: dict[Path, threading.Thread] = {}
+_PCH_THREADS_LOCK = threading.Lock()
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A CUDA source that names any of these needs torch's headers (load_inline adds torch/types.h).
@@ -483,6 +487,8 @@ class BuildOutcome:
     host_split: str = ""
     # What the host binding was compiled against: HOST_LIGHT or HOST_FULL ("": no PCH).
     host_headers: str = ""
+    # A host compile of this build parsed them: their precompiled header was not built yet.
+    host_parsed: bool = False
     cached: bool = False
 
     def to_dict(self) -> dict:
@@ -732,13 +738,17 @@ class BuildCache:
         jail: Confinement | None = None,
         split_host: bool = False,
         light_host_headers: bool = False,
+        wait_for_pch: bool = True,
     ):
         """``jail``: run the compilers confined (only the build's own directory writable, no
         network, a dedicated uid): the sources and flags are the candidate's. ``split_host``:
         first try the .cu's host functions in the host binding (with ``light_cuda_headers``).
         ``light_host_headers`` (with ``host_pch``): the binding first against the light
-        precompiled header (``HOST_LIGHT_HEADERS``)."""
+        precompiled header (``HOST_LIGHT_HEADERS``). ``wait_for_pch`` false: a host compile
+        whose precompiled header is not built yet parses the headers itself while the PCH
+        builds in the background (``start_pch``) for the builds after it."""
         self.root = Path(root)
+        self.wait_for_pch = wait_for_pch
         self.light_host_headers = light_host_headers and host_pch
         self.split_host = split_host and light_cuda_headers
         self.jail = jail
@@ -1008,7 +1018,14 @@ class BuildCache:
         outcome.host_headers, text = tiers.pop(0)
         (work / "main.cpp").write_text(text)
         host_cmd = [*flags.cxx, "-MMD", "-MF", "main.o.d", *flags.cflags]
-        if outcome.host_headers:
+        headers = outcome.host_headers
+        if headers and not self.wait_for_pch and not self._pch_ready(flags, headers):
+            self.start_pch(flags, headers, deadline - time.monotonic())
+            name, includes = _pch_header(headers)
+            (work / name).write_text(includes)  # the same text, parsed: about twice the compile
+            host_cmd += ["-include", str(work / name)]
+            outcome.host_parsed = True
+        elif headers:
             t0 = time.monotonic()
             try:
                 pch_header = self._ensure_pch(flags, deadline, outcome.host_headers)
@@ -1091,36 +1108,60 @@ class BuildCache:
             tmp.chmod(0o644)
             os.replace(tmp, path)
 
-    def prepare_host_pch(self, timeout_s: float = 600.0) -> Path | BuildOutcome | None:
-        """Build the precompiled header a plain candidate's binding uses (no flags of its
-        own), before any build asks for it; None when this cache uses none."""
+    def prepare_host_pch(self, timeout_s: float = 600.0) -> threading.Thread | None:
+        """Start building, in the background, the precompiled header a plain candidate's
+        binding uses (no flags of its own) before any build asks for it; None when this cache
+        uses none."""
         spec = ExtensionSpec.from_load_inline("maxcode_pch", "", cuda_sources="// none")
         headers = self._host_tiers(spec)[0][0]
         if not headers:
             return None
-        flags = torch_flags(spec, self.cuda_arch)
-        return self._ensure_pch(flags, time.monotonic() + timeout_s, headers)
+        return self.start_pch(torch_flags(spec, self.cuda_arch), headers, timeout_s)
 
-    def _ensure_pch(
-        self, flags: _Flags, deadline: float, headers: str = HOST_FULL
-    ) -> Path | BuildOutcome:
-        """The precompiled header set ``headers`` (HOST_FULL or HOST_LIGHT) for exactly these
-        host flags, built once under a lock."""
-        toolchain = detect_toolchain(self.cuda_arch)
+    def start_pch(self, flags: _Flags, headers: str, timeout_s: float) -> threading.Thread:
+        """The thread building the precompiled header ``headers`` for these flags: started
+        here unless this process already has one (a failed build is not tried again: the
+        builds that would have used it parse the headers, and say why if they fail)."""
+        own = self.out / "pch" / self._pch_key(flags, headers)
+        deadline = time.monotonic() + timeout_s
+
+        def build() -> None:
+            with suppress(Exception):
+                self._ensure_pch(flags, deadline, headers)
+
+        with _PCH_THREADS_LOCK:
+            thread = _PCH_THREADS.get(own)
+            if thread is None:
+                thread = _PCH_THREADS[own] = threading.Thread(
+                    target=build, name="maxcode-pch", daemon=True
+                )
+                thread.start()
+        return thread
+
+    def _pch_key(self, flags: _Flags, headers: str) -> str:
+        """Keys the precompiled header by the host flags and toolchain (and the light set)."""
         light = headers == HOST_LIGHT
-        includes = HOST_LIGHT_HEADERS if light else ("torch/extension.h",)
-        key = hashlib.sha256(
+        return hashlib.sha256(
             json.dumps(
                 [
                     flags.cxx,
                     flags.cflags,
                     flags.post_cflags,
-                    asdict(toolchain),
-                    *([includes] if light else []),  # torch/extension.h's keys stay
+                    asdict(detect_toolchain(self.cuda_arch)),
+                    *([HOST_LIGHT_HEADERS] if light else []),  # torch/extension.h's keys stay
                 ]
             ).encode()
         ).hexdigest()[:16]
-        name = "maxcode_torch_light.h" if light else "maxcode_torch_extension.h"
+
+    def _pch_ready(self, flags: _Flags, headers: str) -> bool:
+        key = self._pch_key(flags, headers)
+        return any((root / "pch" / key / "ok").exists() for root in (self.root, self.out))
+
+    def _ensure_pch(self, flags: _Flags, deadline: float, headers: str) -> Path | BuildOutcome:
+        """The precompiled header set ``headers`` (HOST_FULL or HOST_LIGHT) for exactly these
+        host flags, built once under a lock."""
+        key = self._pch_key(flags, headers)
+        name, text = _pch_header(headers)
         shared = self.root / "pch" / key / name
         if (shared.parent / "ok").exists():
             return shared
@@ -1133,7 +1174,7 @@ class BuildCache:
                 return header
             work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=self.out / "tmp"))
             try:
-                (work / header.name).write_text("".join(f"#include <{h}>\n" for h in includes))
+                (work / header.name).write_text(text)
                 cmd = [
                     *flags.cxx,
                     *flags.cflags,
@@ -1182,6 +1223,22 @@ class BuildCache:
                 for path in (work, *work.rglob("*")):
                     with suppress(FileNotFoundError):
                         os.lchown(path, os.geteuid(), os.getegid())
+
+
+def _pch_header(headers: str) -> tuple[str, str]:
+    """The file name of the header set ``headers`` and its text (the includes it stands for)."""
+    if headers == HOST_LIGHT:
+        return "maxcode_torch_light.h", "".join(f"#include <{h}>\n" for h in HOST_LIGHT_HEADERS)
+    return "maxcode_torch_extension.h", "#include <torch/extension.h>\n"
+
+
+def wait_for_pch_builds() -> None:
+    """Joins this process's background precompiled-header builds: their compilers must not
+    outlive the evaluator that started them."""
+    with _PCH_THREADS_LOCK:
+        threads = list(_PCH_THREADS.values())
+    for thread in threads:
+        thread.join()
 
 
 _HEADER_ERROR = re.compile(r"error.*(torch|pybind11|PYBIND11|py::|at::|c10|TORCH_)", re.I)

@@ -40,6 +40,7 @@ from maxcode.evaluate.cuda.build import (
     BuildOutcome,
     ExtensionSpec,
     detect_toolchain,
+    wait_for_pch_builds,
 )
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
@@ -232,6 +233,7 @@ class CudaEvaluator:
         self._workers = []
         if self._pch_ahead is not None:
             self._pch_ahead.join()  # its compiler must not outlive the evaluator
+        wait_for_pch_builds()  # nor those that builds started
 
     def __enter__(self) -> CudaEvaluator:
         return self
@@ -336,7 +338,10 @@ class CudaEvaluator:
         job.figures["builds"] = [
             {k: b[k] for k in ("name", "key", "ok", "seconds", "steps", "cuda_headers", "cached")}
             | {"host_split": b.get("host_split", "")}  # why its host functions were not moved
-            | {"host_headers": b.get("host_headers", "")}
+            | {
+                k: b.get(k, default)
+                for k, default in (("host_headers", ""), ("host_parsed", False))
+            }
             for b in builds
         ]
         failed = next((b for b in builds if not b["ok"]), None)
@@ -355,7 +360,8 @@ class CudaEvaluator:
     def _prepare_host_pch(self, cache: BuildCache) -> None:
         """The first compile job starts building the precompiled header beside it: the jobs
         of the first wave spend their first seconds starting Python and running the
-        candidate's code before they ask for a build, and every one of them waits for it."""
+        candidate's code before they ask for a build, and each one either waits for it or
+        (``wait_for_host_pch`` false) parses the headers until it is there."""
         with self._pch_lock:
             if self._pch_ahead is not None:
                 return
@@ -363,7 +369,9 @@ class CudaEvaluator:
             def build() -> None:
                 t0 = time.monotonic()
                 with contextlib.suppress(Exception):  # a build that needs it says why it failed
-                    cache.prepare_host_pch(self.config.compile_timeout_s)
+                    started = cache.prepare_host_pch(self.config.compile_timeout_s)
+                    if started is not None:
+                        started.join()
                 self.pch_ahead_seconds = round(time.monotonic() - t0, 3)
 
             self._pch_ahead = threading.Thread(target=build, name="maxcode-pch", daemon=True)
@@ -380,6 +388,7 @@ class CudaEvaluator:
             jail=self.jail,
             split_host=self.config.split_host_functions,
             light_host_headers=self.config.light_host_headers,
+            wait_for_pch=self.config.wait_for_host_pch,
         )
         self._prepare_host_pch(cache)
         written = specs_written_out(job.source) if self.config.build_ahead else None
