@@ -72,7 +72,7 @@ from maxcode.evaluate.scrub import allowed_env
 
 _local = threading.local()  # the confinement of the build this thread is running, if any
 # The precompiled headers this process builds in the background, by directory: one thread
-# each, a failed one not tried again (see ``BuildCache.start_pch``).
+# each, kept while it runs and when it failed (see ``BuildCache.start_pch``).
 _PCH_THREADS: dict[Path, threading.Thread] = {}
 _PCH_THREADS_LOCK = threading.Lock()
 
@@ -1120,14 +1120,17 @@ class BuildCache:
 
     def start_pch(self, flags: _Flags, headers: str, timeout_s: float) -> threading.Thread:
         """The thread building the precompiled header ``headers`` for these flags: started
-        here unless this process already has one (a failed build is not tried again: the
-        builds that would have used it parse the headers, and say why if they fail)."""
+        here unless this process already has one running or failed (a failed build is not
+        tried again: the builds that would have used it parse the headers, and say why if
+        they fail; a built one lost later, with its cache, is built again)."""
         own = self.out / "pch" / self._pch_key(flags, headers)
         deadline = time.monotonic() + timeout_s
 
         def build() -> None:
             with suppress(Exception):
-                self._ensure_pch(flags, deadline, headers)
+                if isinstance(self._ensure_pch(flags, deadline, headers), Path):
+                    with _PCH_THREADS_LOCK:
+                        _PCH_THREADS.pop(own, None)
 
         with _PCH_THREADS_LOCK:
             thread = _PCH_THREADS.get(own)

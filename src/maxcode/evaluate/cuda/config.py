@@ -142,7 +142,7 @@ class CudaEvalConfig:
     wait_for_host_pch: bool = field(
         default=True,
         metadata={
-            "help": "with host_pch: a host compile whose precompiled header is not built yet (a machine's first builds, a new toolchain) waits for it; false: it parses the headers itself (about twice its CPU) while the header builds in the background: a candidate's compile is done sooner, but a full evaluation's throughput was lower on the H100 (9.55-9.85 against 10.58 a minute)"
+            "help": "with host_pch: a host compile whose precompiled header is not built yet (a machine's first builds, a new toolchain) waits for it; false: it parses the headers itself (about twice its CPU) while the header builds in the background: a candidate's compile is done sooner, but a full evaluation's throughput was lower in the H100 runs of docs/cuda-evaluator.md"
         },
     )
     build_ahead: bool = field(
