@@ -31,7 +31,11 @@ The first variant named is the baseline of the before/after lines (default ``spl
 Each variant's evaluator starts its precompiled header with its first compile job, as an
 evaluation does. ``--pch-present`` then runs the last variant again into a cache that holds
 only the precompiled headers its first run built: what a machine that has compiled before
-sees (the headers are built once per toolchain and flags, and kept).
+sees (the headers are built once per toolchain and flags, and kept). ``--tasks-seen`` gives
+each variant's cache first, untimed, what a machine that evaluated these tasks before holds
+(a search evaluates many candidates of each task): each task's memory estimate, kept on
+disk by the evaluator, and the precompiled header a plain binding uses, both made by one
+candidate per task with no builds; none of these candidates' builds.
 
 Printed per variant: median and max compile wall per candidate (compile job start to last
 build, PCH included for those that waited for it), the same median over the candidates
@@ -130,13 +134,38 @@ def nvcc_phases(time_dir: Path) -> dict[str, dict[str, float]]:
     return per_build
 
 
+def see_the_tasks(evaluator: CudaEvaluator, items: list, jobs: int, root: Path) -> float:
+    """What a machine that evaluated these tasks before holds, made untimed: one candidate
+    per task with no builds (``x = 1``) makes the task's memory estimate and starts the
+    precompiled header a plain binding uses (waited for here). Returns the seconds it took."""
+    tasks = list({task.reference_source: task for _, task, _ in items}.values())
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(lambda i: evaluator._compile(_Job(i, tasks[i], "x = 1\n", root / f"seen-{i}")),
+                      range(len(tasks))))  # fmt: skip
+    if evaluator._pch_ahead is not None:
+        evaluator._pch_ahead.join()
+    return round(time.monotonic() - t0, 1)
+
+
 def run_variant(
-    name: str, items: list, arch: str, jobs: int, root: Path, pch_from: Path | None = None
+    name: str,
+    items: list,
+    arch: str,
+    jobs: int,
+    root: Path,
+    pch_from: Path | None = None,
+    tasks_seen: bool = False,
 ) -> dict:
     """``pch_from``: a cache whose precompiled headers this run's cache starts with, and
-    nothing else (a machine that has compiled before, these candidates never)."""
+    nothing else (a machine that has compiled before, these candidates never).
+    ``tasks_seen``: the cache first gets the tasks' estimates and the PCH (``see_the_tasks``)."""
     opts = VARIANTS[name]
-    cache_name = f"cache-{name}" + ("-pch-present" if pch_from else "")
+    cache_name = (
+        f"cache-{name}"
+        + ("-pch-present" if pch_from else "")
+        + ("-tasks-seen" if tasks_seen else "")
+    )
     if pch_from is not None:
         shutil.copytree(pch_from / "build" / "pch", root / cache_name / "build" / "pch")
     time_dir = root / f"nvcc-time-{cache_name}"
@@ -154,6 +183,8 @@ def run_variant(
     evaluator = CudaEvaluator(cfg, root / cache_name, gpus=[])
     # TORCH_CUDA_ARCH_LIST as torch's default would be (the config only takes a plain arch)
     evaluator._arch = arch + ("+PTX" if opts["ptx"] else "")
+    seen_s = see_the_tasks(evaluator, items, jobs, root / cache_name) if tasks_seen else None
+    pch_seconds = evaluator.pch_ahead_seconds
     records = []
 
     def one(i: int) -> dict:
@@ -203,7 +234,10 @@ def run_variant(
         for part, secs in r["job_s"].items():
             job_parts[part].append(secs)
     return {
-        "variant": name + (", PCH present" if pch_from else ""),
+        "variant": name
+        + (", PCH present" if pch_from else "")
+        + (", tasks seen" if tasks_seen else ""),
+        "tasks_seen_s": seen_s,
         "cache": str(root / cache_name),
         "config": {"cuda_arch": evaluator.cuda_arch, **opts},
         "sandbox": evaluator.jail.level,
@@ -214,7 +248,7 @@ def run_variant(
         "max_wall_s": round(max(walls), 1),
         "with_pch": len(with_pch),
         "median_wall_with_pch_s": round(statistics.median(with_pch), 1) if with_pch else None,
-        "pch_ahead_s": evaluator.pch_ahead_seconds,
+        "pch_ahead_s": pch_seconds if tasks_seen else evaluator.pch_ahead_seconds,
         "median_job_s": {k: round(statistics.median(v), 2) for k, v in job_parts.items()},
         "jobs_run": sum("torch import" in r["job_s"] for r in records),
         "median_step_s": {k: round(statistics.median(v), 2) for k, v in sorted(steps.items())},
@@ -238,6 +272,8 @@ def report(res: dict) -> None:
         f"median {res['median_wall_s']} s  max {res['max_wall_s']} s  "
         f"batch {res['batch_wall_s']} s  sandbox {res['sandbox']}"
     )
+    if res["tasks_seen_s"] is not None:
+        print(f"  the tasks' estimates and the PCH made first, untimed: {res['tasks_seen_s']} s")
     print(
         f"  {res['with_pch']} candidates whose host compiles had the PCH at once: "
         f"median {res['median_wall_with_pch_s']} s; the PCH started with the first "
@@ -281,6 +317,12 @@ def main() -> None:
         help="then run the last variant again into a cache that holds only the precompiled "
         "headers its first run built (a machine that has compiled before)",
     )
+    ap.add_argument(
+        "--tasks-seen",
+        action="store_true",
+        help="give each variant's cache first, untimed, what a machine that evaluated these "
+        "tasks before holds: the tasks' memory estimates and the precompiled header",
+    )
     ap.add_argument("--out", type=Path, help="write all records as JSON here")
     args = ap.parse_args()
     arch = args.arch or detect_cuda_arch()
@@ -297,7 +339,9 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-compile-") as tmp:
         for name in names:
-            results.append(run_variant(name, items, arch, args.jobs, Path(tmp)))
+            results.append(
+                run_variant(name, items, arch, args.jobs, Path(tmp), tasks_seen=args.tasks_seen)
+            )
             report(results[-1])
         if args.pch_present:
             last = results[-1]

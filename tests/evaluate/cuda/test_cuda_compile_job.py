@@ -131,6 +131,26 @@ def test_a_tasks_memory_estimate_is_made_once_before_candidate_code_runs(
     assert (second.gpu_memory_mb, second.reference_gpu_memory_mb) == pytest.approx(genuine)
 
 
+def test_a_tasks_estimate_is_kept_for_the_next_evaluator(evaluator, saxpy_task, tmp_path):
+    """A later evaluator on the same cache takes the task's estimate from disk, and its first
+    job of the task makes none; a file that holds no estimate is ignored and it is made again."""
+    first = job(tmp_path, saxpy_task, "x = 1\n", "first")
+    assert evaluator._compile(first) is True
+    assert first.figures["compile_job_seconds"]["shape estimate"] > 0
+    estimate = (first.gpu_memory_mb, first.reference_gpu_memory_mb)
+    assert None not in estimate
+    second = job(tmp_path, saxpy_task, "x = 2\n", "second")
+    assert CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])._compile(second)
+    assert second.figures["compile_job_seconds"]["shape estimate"] == 0.0
+    assert (second.gpu_memory_mb, second.reference_gpu_memory_mb) == estimate
+    [kept] = (tmp_path / "estimates").iterdir()
+    kept.write_text('{"estimate": "not a pair"}')
+    third = job(tmp_path, saxpy_task, "x = 3\n", "third")
+    assert CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])._compile(third)
+    assert third.figures["compile_job_seconds"]["shape estimate"] > 0
+    assert (third.gpu_memory_mb, third.reference_gpu_memory_mb) == estimate
+
+
 @pytest.mark.parametrize("ahead", [True, False])
 def test_a_load_inline_written_out_is_built_before_the_compile_job_asks(
     saxpy_task, tmp_path, monkeypatch, ahead

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.metadata
 import json
 import math
 import os
@@ -357,6 +358,11 @@ class CudaEvaluator:
         job.result.sandbox = self.jail.level
         return False
 
+    def _estimate_key(self, task: Task) -> str:
+        """The estimate depends on the reference, torch's meta kernels and our formula."""
+        payload = [task.reference_source, _torch_version(), EVALUATOR_VERSION]
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
+
     def _prepare_host_pch(self, cache: BuildCache) -> None:
         """The first compile job starts building the precompiled header beside it: the jobs
         of the first wave spend their first seconds starting Python and running the
@@ -393,12 +399,15 @@ class CudaEvaluator:
         self._prepare_host_pch(cache)
         written = specs_written_out(job.source) if self.config.build_ahead else None
         specs = written.specs if written else []
-        task_key = hashlib.sha256(job.task.reference_source.encode()).hexdigest()
+        task_key = self._estimate_key(job.task)
         with self._estimate_lock:
             estimate = self._estimates.get(task_key)
-            estimates = estimate is None  # this job's turn to make the task's estimate
             if estimate is None:
-                estimate = self._estimates[task_key] = _TaskEstimate()
+                path = self.cache_dir / "estimates" / f"{task_key}.json"
+                estimate = self._estimates[task_key] = _TaskEstimate(path)
+                estimates = not estimate.known  # this job's turn to make the task's estimate
+            else:
+                estimates = False
         builders = ThreadPoolExecutor(max(1, len(specs)), thread_name_prefix="maxcode-ahead")
         timeout_s = self.config.compile_timeout_s
         ahead = {s.digest(): builders.submit(cache.build, s, timeout_s) for s in specs}
@@ -1091,21 +1100,42 @@ def _record_device(result: EvalResult, worker: GpuWorker) -> None:
     result.figures["gpu_device"] = str(worker.gpu)
 
 
+@functools.cache
+def _torch_version() -> str:
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
 class _TaskEstimate:
     """A task's GPU memory estimate ``(candidate MB, reference MB)``, made once by the first
     compile job of the task; the task's other jobs wait for it (it comes within seconds of
-    that job's start, long before its builds end)."""
+    that job's start, long before its builds end). Kept at ``path`` (written by the evaluator
+    only), so that a later evaluator's candidates of the task do not wait for it again."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path) -> None:
         self._event = threading.Event()
         self._value: tuple[float | None, float | None] | None = None
+        self._path = path
+        with contextlib.suppress(OSError, ValueError):
+            saved = json.loads(path.read_text())
+            if isinstance(saved, list) and len(saved) == 2:
+                self.set(saved, keep=False)
 
-    def set(self, value: Any) -> None:
+    def set(self, value: Any, keep: bool = True) -> None:
         if self._event.is_set():
             return
         if isinstance(value, list) and len(value) == 2:
             self._value = (_megabytes(value[0]), _megabytes(value[1]))
+            if keep:
+                with contextlib.suppress(OSError):
+                    atomic_write_json(self._path, list(self._value))
         self._event.set()
+
+    @property
+    def known(self) -> bool:
+        return self._event.is_set()
 
     def wait(self, timeout_s: float) -> tuple[float | None, float | None] | None:
         self._event.wait(timeout_s)
