@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import importlib.metadata
 import json
 import math
 import os
@@ -360,7 +359,8 @@ class CudaEvaluator:
 
     def _estimate_key(self, task: Task) -> str:
         """The estimate depends on the reference, torch's meta kernels and our formula."""
-        payload = [task.reference_source, _torch_version(), EVALUATOR_VERSION]
+        torch_version = detect_toolchain(self.cuda_arch).torch_version
+        payload = [task.reference_source, torch_version, EVALUATOR_VERSION]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
 
     def _prepare_host_pch(self, cache: BuildCache) -> None:
@@ -1098,14 +1098,6 @@ def _megabytes(value: Any) -> float | None:
 def _record_device(result: EvalResult, worker: GpuWorker) -> None:
     """The device a candidate ran on, as CUDA_VISIBLE_DEVICES named it to its GPU worker."""
     result.figures["gpu_device"] = str(worker.gpu)
-
-
-@functools.cache
-def _torch_version() -> str:
-    try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        return ""
 
 
 class _TaskEstimate:
