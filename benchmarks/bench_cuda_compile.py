@@ -21,8 +21,9 @@ for, exactly as in an evaluation. Variants (the baseline is measured in the same
   precompiled header (``light_host_headers=True``, ``build.HOST_LIGHT_HEADERS``), and the
   ``load_inline`` calls written out in the candidate's source built while its compile job
   starts (``build_ahead=True``, ``loader.specs_written_out``); a candidate whose source
-  shows every build it can ask for, of a task whose memory estimate another job made, runs
-  no compile job at all. A host compile waits for its precompiled header;
+  shows every build it can ask for runs no compile job at all (the tasks' memory estimates
+  come from the evaluator's estimator process). A host compile waits for its precompiled
+  header;
 * ``parse``: as ``ours``, but a host compile whose precompiled header is not built yet
   parses the headers itself while the header builds in the background
   (``wait_for_host_pch=False``).
@@ -34,14 +35,15 @@ only the precompiled headers its first run built: what a machine that has compil
 sees (the headers are built once per toolchain and flags, and kept). ``--tasks-seen`` gives
 each variant's cache first, untimed, what a machine that evaluated these tasks before holds
 (a search evaluates many candidates of each task): each task's memory estimate, kept on
-disk by the evaluator, and the precompiled header a plain binding uses, both made by one
+disk by the evaluator, and the precompiled header a plain binding uses, both made for one
 candidate per task with no builds; none of these candidates' builds.
 
 Printed per variant: median and max compile wall per candidate (compile job start to last
 build, PCH included for those that waited for it), the same median over the candidates
 whose host compiles had the PCH at once, where the compile job's own time went (``start``:
-the sandboxed Python and its imports; the reference's shape estimate on ``meta``; the
-candidate's code less the builds it waited for; the builds it waited for), how many host
+the sandboxed Python and its imports; the candidate's code less the builds it waited for;
+the builds it waited for; then the wait for the task's memory estimate, also for the
+candidates that ran no job), how many host
 builds parsed the headers, the median seconds of each build step
 (pch, host, cuda, link; ``split *``: a split attempt that failed and fell back) and of each
 nvcc phase (``nvcc --time``: cudafe++ front end, cicc device pass, ptxas, fatbinary, host
@@ -136,7 +138,7 @@ def nvcc_phases(time_dir: Path) -> dict[str, dict[str, float]]:
 
 def see_the_tasks(evaluator: CudaEvaluator, items: list, jobs: int, root: Path) -> float:
     """What a machine that evaluated these tasks before holds, made untimed: one candidate
-    per task with no builds (``x = 1``) makes the task's memory estimate and starts the
+    per task with no builds (``x = 1``) has the task's memory estimate made and starts the
     precompiled header a plain binding uses (waited for here). Returns the seconds it took."""
     tasks = list({task.reference_source: task for _, task, _ in items}.values())
     t0 = time.monotonic()
@@ -232,7 +234,9 @@ def run_variant(
     job_parts: dict[str, list[float]] = defaultdict(list)
     for r in records:
         for part, secs in r["job_s"].items():
-            job_parts[part].append(secs)
+            if "torch import" in r["job_s"] and part != "estimate":
+                job_parts[part].append(secs)
+    estimate_waits = [r["job_s"].get("estimate", 0.0) for r in records if r["job_s"]]
     return {
         "variant": name
         + (", PCH present" if pch_from else "")
@@ -251,6 +255,10 @@ def run_variant(
         "pch_ahead_s": pch_seconds if tasks_seen else evaluator.pch_ahead_seconds,
         "median_job_s": {k: round(statistics.median(v), 2) for k, v in job_parts.items()},
         "jobs_run": sum("torch import" in r["job_s"] for r in records),
+        "estimate_wait_s": {
+            "median": round(statistics.median(estimate_waits), 2) if estimate_waits else None,
+            "max": max(estimate_waits, default=None),
+        },
         "median_step_s": {k: round(statistics.median(v), 2) for k, v in sorted(steps.items())},
         "median_nvcc_phase_s": {
             k: round(statistics.median(v), 2) for k, v in sorted(phase_lists.items())
@@ -282,6 +290,10 @@ def report(res: dict) -> None:
     print(
         f"  compile jobs run: {res['jobs_run']} (the others' sources showed every build); "
         f"where their time went (median s): {res['median_job_s']}"
+    )
+    print(
+        "  waited for the task's memory estimate once built: "
+        f"median {res['estimate_wait_s']['median']} s, max {res['estimate_wait_s']['max']} s"
     )
     print(f"  steps (median s): {res['median_step_s']}")
     print(

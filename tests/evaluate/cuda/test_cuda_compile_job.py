@@ -9,7 +9,7 @@ import pytest
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda.build import BuildCache
-from maxcode.evaluate.cuda.compile_job import gpu_memory_estimates_mb
+from maxcode.evaluate.cuda.estimator import Estimator, gpu_memory_estimates_mb
 from maxcode.evaluate.cuda.evaluator import COMPILE_NICENESS, _Job
 from maxcode.evaluate.result import Status
 
@@ -38,7 +38,8 @@ class ModelNew(nn.Module):
 
 @pytest.fixture
 def evaluator(tmp_path):
-    return CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[]) as made:
+        yield made
 
 
 def job(tmp_path, task, source, name="j"):
@@ -103,51 +104,81 @@ def test_an_extension_that_cannot_be_loaded_for_an_undefined_symbol_is_a_compile
     assert "undefined symbol" in j.result.reason and "never_defined" in j.result.reason
 
 
+def test_an_undefined_symbol_is_found_without_a_compile_job(evaluator, saxpy_task, tmp_path):
+    """The same break in a candidate whose source shows every build: no compile job imports
+    the extension, so the build itself finds the symbol that will not resolve at load."""
+    written_out = CANDIDATE.split("class ModelNew")[0]
+    declared_only = written_out.replace(
+        "#include <Python.h>", "#include <Python.h>\nlong never_defined(long);"
+    ).replace("PyLong_FromLong(2 *", "PyLong_FromLong(never_defined(2) *")
+    j = job(tmp_path, saxpy_task, declared_only)
+    assert evaluator._compile(j) is False
+    assert not (j.job_dir / "compile_job.json").exists()
+    assert j.result.status is Status.COMPILE_ERROR
+    assert "extension 'top' failed to build (link)" in j.result.reason
+    assert "undefined symbol _Z13never_definedl" in j.result.reason
+    fine = job(tmp_path, saxpy_task, written_out, "fine")
+    assert evaluator._compile(fine) is True
+    assert "symbols" in fine.figures["builds"][0]["steps"]
+
+
 FORGER = """
-import gc
+import gc, json
 from maxcode.evaluate.cuda.compile_job import ParentBuilder
 for obj in gc.get_objects():
-    if isinstance(obj, ParentBuilder):
-        obj.tell({"estimate": [1.0, 1.0]})  # a tiny task: admit me beside everything
+    if isinstance(obj, ParentBuilder):  # a tiny task: admit me beside everything
+        obj.requests.write(json.dumps({"estimate": [1.0, 1.0]}) + "\\n")
+        obj.requests.flush()
 """
 
 
-def test_a_tasks_memory_estimate_is_made_once_before_candidate_code_runs(
-    evaluator, saxpy_task, tmp_path
+def test_a_tasks_memory_estimate_comes_from_the_estimator_once(
+    evaluator, saxpy_task, tmp_path, monkeypatch
 ):
-    """The first compile job of a task sends the estimate first on its build channel, before
-    the candidate's import; a line the candidate sends later is not taken for it, and the
-    task's next job makes none of its own."""
+    """The estimate is made once per task, outside any compile job: a line the candidate
+    sends on its build channel is not taken for it, and the task's next candidate waits for
+    the same one."""
     (tmp_path / "reference.py").write_text(saxpy_task.reference_source)
     genuine = gpu_memory_estimates_mb(tmp_path / "reference.py")
     assert None not in genuine
+    asked = []
+    monkeypatch.setattr(Estimator, "ask", spy(Estimator.ask, asked))
     forger = job(tmp_path, saxpy_task, FORGER, "forger")
     assert evaluator._compile(forger) is True
     assert (forger.gpu_memory_mb, forger.reference_gpu_memory_mb) == pytest.approx(genuine)
-    assert forger.figures["compile_job_seconds"]["shape estimate"] > 0
+    assert "shape estimate" not in forger.figures["compile_job_seconds"]
     second = job(tmp_path, saxpy_task, "x = 2\n", "second")
     assert evaluator._compile(second) is True
-    assert second.figures["compile_job_seconds"]["shape estimate"] == 0.0
     assert (second.gpu_memory_mb, second.reference_gpu_memory_mb) == pytest.approx(genuine)
+    assert len(asked) == 1
+
+
+def spy(method, calls: list):
+    def recorded(self, *args, **kwargs):
+        calls.append(args)
+        return method(self, *args, **kwargs)
+
+    return recorded
 
 
 def test_a_tasks_estimate_is_kept_for_the_next_evaluator(evaluator, saxpy_task, tmp_path):
-    """A later evaluator on the same cache takes the task's estimate from disk, and its first
-    job of the task makes none; a file that holds no estimate is ignored and it is made again."""
+    """A later evaluator on the same cache takes the task's estimate from disk and starts no
+    estimator; a file that holds no estimate is ignored and the estimate is made again."""
     first = job(tmp_path, saxpy_task, "x = 1\n", "first")
     assert evaluator._compile(first) is True
-    assert first.figures["compile_job_seconds"]["shape estimate"] > 0
     estimate = (first.gpu_memory_mb, first.reference_gpu_memory_mb)
     assert None not in estimate
+    later = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
     second = job(tmp_path, saxpy_task, "x = 2\n", "second")
-    assert CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])._compile(second)
-    assert second.figures["compile_job_seconds"]["shape estimate"] == 0.0
+    assert later._compile(second)
+    assert later._estimator is None
     assert (second.gpu_memory_mb, second.reference_gpu_memory_mb) == estimate
-    [kept] = (tmp_path / "estimates").iterdir()
+    [kept] = (tmp_path / "estimates").glob("*.json")
     kept.write_text('{"estimate": "not a pair"}')
     third = job(tmp_path, saxpy_task, "x = 3\n", "third")
-    assert CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])._compile(third)
-    assert third.figures["compile_job_seconds"]["shape estimate"] > 0
+    with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[]) as again:
+        assert again._compile(third)
+        assert again._estimator is not None
     assert (third.gpu_memory_mb, third.reference_gpu_memory_mb) == estimate
 
 
@@ -198,19 +229,16 @@ def test_the_builds_wait_for_the_pch_as_the_config_says(saxpy_task, tmp_path, mo
 def test_a_candidate_whose_source_shows_every_build_runs_no_compile_job(
     evaluator, saxpy_task, tmp_path
 ):
-    """Its task's estimate is an earlier job's and every build it can ask for is written
-    out: the builds are made from its source, and no sandboxed Python starts for it."""
-    first = job(tmp_path, saxpy_task, "x = 1\n", "first")  # the task's estimate comes with it
-    assert evaluator._compile(first) is True
-    assert (first.job_dir / "compile_job.json").exists()
+    """Every build it can ask for is written out: the builds are made from its source, no
+    sandboxed Python starts for it, not even for its task's first candidate (the estimator
+    makes the task's estimate)."""
     written_out = CANDIDATE.split("class ModelNew")[0]
-    second = job(tmp_path, saxpy_task, written_out, "second")
-    assert evaluator._compile(second) is True
-    assert not (second.job_dir / "compile_job.json").exists()
-    assert [b["name"] for b in second.figures["builds"]] == ["top"]
-    assert len(second.prebuilt) == 1 and second.figures["builds"][0]["ok"]
-    assert (second.gpu_memory_mb, second.reference_gpu_memory_mb) == (
-        first.gpu_memory_mb,
-        first.reference_gpu_memory_mb,
+    first = job(tmp_path, saxpy_task, written_out, "first")
+    assert evaluator._compile(first) is True
+    assert not (first.job_dir / "compile_job.json").exists()
+    assert [b["name"] for b in first.figures["builds"]] == ["top"]
+    assert len(first.prebuilt) == 1 and first.figures["builds"][0]["ok"]
+    (tmp_path / "reference.py").write_text(saxpy_task.reference_source)
+    assert (first.gpu_memory_mb, first.reference_gpu_memory_mb) == pytest.approx(
+        gpu_memory_estimates_mb(tmp_path / "reference.py")
     )
-    assert second.gpu_memory_mb is not None

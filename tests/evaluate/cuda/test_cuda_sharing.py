@@ -15,7 +15,7 @@ from cuda_candidates import candidate_source
 
 import maxcode.evaluate.cuda.evaluator as evaluator_module
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
-from maxcode.evaluate.cuda.compile_job import PROCESS_OVERHEAD_MB, gpu_memory_estimates_mb
+from maxcode.evaluate.cuda.estimator import PROCESS_OVERHEAD_MB, gpu_memory_estimates_mb
 from maxcode.evaluate.cuda.gpus import MAX_OVERTAKES, GpuMemoryLedger, GpuQueue, gpu_slots
 from maxcode.evaluate.result import Status
 
@@ -351,14 +351,14 @@ def test_a_reference_is_admitted_at_its_own_estimate_not_at_its_candidates_peak(
 
 
 @pytest.mark.parametrize("forged", ["30000", -1, float("nan"), True, None, [1]])
-def test_a_compile_jobs_memory_figures_are_numbers_or_nothing(forged):
-    """The compile job imported the candidate, so its reply may be forged: anything but a
-    positive finite number counts as no estimate (an even share), never a crash."""
+def test_memory_estimates_are_numbers_or_nothing(forged):
+    """An estimate the estimator answered or a file kept: anything but a positive finite
+    number counts as no estimate (an even share), never a crash."""
     assert evaluator_module._megabytes(forged) is None
     assert evaluator_module._megabytes(1500) == 1500.0
 
 
-def test_the_compile_job_estimates_a_tasks_gpu_memory_from_shapes(tmp_path):
+def test_the_estimator_estimates_a_tasks_gpu_memory_from_shapes(tmp_path):
     ref = tmp_path / "reference.py"
     ref.write_text(
         "import torch\n"
@@ -635,7 +635,7 @@ def test_a_task_asked_of_a_zygote_that_is_down_holds_nothing(
 def test_tasks_small_by_the_compile_jobs_estimate_are_not_asked_for(
     tmp_path, monkeypatch, saxpy_task, source
 ):
-    """The compile job's memory estimate counts three input sets: below three times the
+    """The task's memory estimate counts three input sets: below three times the
     store's floor, the inputs are below it, and no maker is forked to find that out."""
 
     def compiled(estimate_mb: float | None):

@@ -44,6 +44,7 @@ from maxcode.evaluate.cuda.build import (
 )
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
+from maxcode.evaluate.cuda.estimator import Estimator
 from maxcode.evaluate.cuda.figures import (
     detect_cuda_arch,
     host_gpu_facts,
@@ -133,6 +134,7 @@ class CudaEvaluator:
         self.pch_ahead_seconds: float | None = None  # its wall time (0 when it was there)
         self._estimates: dict[str, _TaskEstimate] = {}  # per reference source, see _compile
         self._estimate_lock = threading.Lock()
+        self._estimator: Estimator | None = None  # started with the first task's estimate
         self._pch_lock = threading.Lock()
 
     @property
@@ -231,6 +233,8 @@ class CudaEvaluator:
         for w in self._workers:
             w.close()
         self._workers = []
+        if self._estimator is not None:
+            self._estimator.close()
         if self._pch_ahead is not None:
             self._pch_ahead.join()  # its compiler must not outlive the evaluator
         wait_for_pch_builds()  # nor those that builds started
@@ -363,6 +367,27 @@ class CudaEvaluator:
         payload = [task.reference_source, torch_version, EVALUATOR_VERSION]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
 
+    def _task_estimate(self, task: Task) -> _TaskEstimate:
+        """The task's memory estimate: kept on disk, else asked of the estimator once (the
+        task's candidates wait for the same one)."""
+        key = self._estimate_key(task)
+        with self._estimate_lock:
+            estimate = self._estimates.get(key)
+            if estimate is None:
+                path = self.cache_dir / "estimates" / f"{key}.json"
+                estimate = self._estimates[key] = _TaskEstimate(path)
+                if not estimate.known:
+                    if self._estimator is None:
+                        limit = self.config.memory_limit_mb * 1024 * 1024
+                        self._estimator = Estimator(
+                            self.jail,
+                            _cpu_job_env(),
+                            self.cache_dir / "estimates" / "estimator.log",
+                            lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)),
+                        )
+                    self._estimator.ask(task.reference_source, estimate.set)
+            return estimate
+
     def _prepare_host_pch(self, cache: BuildCache) -> None:
         """The first compile job starts building the precompiled header beside it: the jobs
         of the first wave spend their first seconds starting Python and running the
@@ -399,22 +424,14 @@ class CudaEvaluator:
         self._prepare_host_pch(cache)
         written = specs_written_out(job.source) if self.config.build_ahead else None
         specs = written.specs if written else []
-        task_key = self._estimate_key(job.task)
-        with self._estimate_lock:
-            estimate = self._estimates.get(task_key)
-            if estimate is None:
-                path = self.cache_dir / "estimates" / f"{task_key}.json"
-                estimate = self._estimates[task_key] = _TaskEstimate(path)
-                estimates = not estimate.known  # this job's turn to make the task's estimate
-            else:
-                estimates = False
+        estimate = self._task_estimate(job.task)
         builders = ThreadPoolExecutor(max(1, len(specs)), thread_name_prefix="maxcode-ahead")
         timeout_s = self.config.compile_timeout_s
         ahead = {s.digest(): builders.submit(cache.build, s, timeout_s) for s in specs}
         try:
-            if written and written.complete and specs and not estimates:
+            if written and written.complete and specs:
                 return self._written_out_builds(ahead, estimate)
-            return self._compile_job_beside(job, cache, ahead, estimate, estimates)
+            return self._compile_job_beside(job, cache, ahead, estimate)
         finally:
             builders.shutdown(wait=True)  # a build the job never asked for ends here too
 
@@ -422,21 +439,22 @@ class CudaEvaluator:
         self, ahead: dict[str, Future[BuildOutcome]], estimate: _TaskEstimate
     ) -> dict[str, Any]:
         """The reply of a compile job that is not run: the candidate's source shows every
-        build it can ask for (``WrittenOut.complete``) and its task's estimate is another
-        job's, so a sandboxed Python importing torch and the candidate would add nothing. A
-        build it asks for at run time all the same is made by the GPU process, as any build
-        the compile job did not see."""
+        build it can ask for (``WrittenOut.complete``), so a sandboxed Python importing torch
+        and the candidate would add nothing. A build it asks for at run time all the same is
+        made by the GPU process, as any build the compile job did not see."""
         t0 = time.monotonic()
         builds = {digest: started.result() for digest, started in ahead.items()}
+        t1 = time.monotonic()
         told = estimate.wait(max(1.0, self.config.compile_timeout_s))
+        t2 = time.monotonic()
         return {
             "builds": [b.to_dict() for b in builds.values()],
             "import_error": None,
             "prebuilt": {digest: b.key for digest, b in builds.items() if b.ok},
             "gpu_memory_mb": (told or (None, None))[0],
             "reference_gpu_memory_mb": (told or (None, None))[1],
-            "wall_seconds": round(time.monotonic() - t0, 3),
-            "seconds": {"builds": round(time.monotonic() - t0, 3)},  # no job ran: no start
+            "wall_seconds": round(t2 - t0, 3),
+            "seconds": {"builds": round(t1 - t0, 3), "estimate": round(t2 - t1, 3)},  # no job
         }
 
     def _compile_job_beside(
@@ -445,14 +463,11 @@ class CudaEvaluator:
         cache: BuildCache,
         ahead: dict[str, Future[BuildOutcome]],
         estimate: _TaskEstimate,
-        estimates: bool,
     ) -> dict[str, Any]:
-        """Runs the compile job and serves its builds; ``ahead``: the builds already started;
-        ``estimates``: the job makes the task's estimate (``estimate``)."""
+        """Runs the compile job and serves its builds; ``ahead``: the builds already started."""
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         payload = {
-            "estimate": estimates,
             "cuda_arch": self.cuda_arch,
             "timeout_s": self.config.compile_timeout_s,
             "candidate_path": str(job.job_dir / "candidate.py"),
@@ -462,9 +477,7 @@ class CudaEvaluator:
         }
         (job.job_dir / "compile_job.json").write_text(json.dumps(payload))
         limit = self.config.memory_limit_mb * 1024 * 1024
-        env = with_multicast_off(
-            allowed_env({"CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": _pythonpath()})
-        )
+        env = _cpu_job_env()
         argv = [sys.executable, "-m", "maxcode.evaluate.cuda.compile_job"]
         t0 = time.monotonic()
         deadline = t0 + self.config.compile_timeout_s + 120
@@ -490,20 +503,9 @@ class CudaEvaluator:
             os.close(reply_r)
             prebuilt: dict[str, str] = {}
             with os.fdopen(request_r) as requests, os.fdopen(reply_w, "w") as replies:
-                try:
-                    timed_out = not _serve_builds(
-                        cache,
-                        requests,
-                        replies,
-                        deadline,
-                        self.config,
-                        prebuilt,
-                        estimate.set if estimates else None,
-                        ahead,
-                    )
-                finally:
-                    if estimates:
-                        estimate.set(None)  # none came: the task's other jobs go on without
+                timed_out = not _serve_builds(
+                    cache, requests, replies, deadline, self.config, prebuilt, ahead
+                )
             if timed_out:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, 9)
@@ -535,7 +537,7 @@ class CudaEvaluator:
                 ],
                 "import_error": None,
             }
-        wall = round(time.monotonic() - t0, 3)
+        ended = time.monotonic()
         try:
             reply = json.loads(out)
         except json.JSONDecodeError:
@@ -543,14 +545,15 @@ class CudaEvaluator:
                 "builds": [],
                 "import_error": f"compile job crashed (exit {proc.returncode}): {err.strip()[-300:]}",
             }
-        reply["wall_seconds"] = wall
         reply["prebuilt"] = prebuilt
-        # the estimate the task's first job sent before candidate code ran, never the reply's
         told = estimate.wait(max(1.0, deadline - time.monotonic()))
         reply["gpu_memory_mb"], reply["reference_gpu_memory_mb"] = told or (None, None)
+        reply["wall_seconds"] = round(time.monotonic() - t0, 3)
+        waited = round(time.monotonic() - ended, 3)  # for the estimate, after the job
         seconds = reply.get("seconds")  # the candidate's process wrote it: figures only
         if isinstance(seconds, dict) and all(type(v) in (int, float) for v in seconds.values()):
-            reply["seconds"] = {"start": round(wall - sum(seconds.values()), 3), **seconds}
+            start = round(ended - t0 - sum(seconds.values()), 3)
+            reply["seconds"] = {"start": start, **seconds, "estimate": waited}
         else:
             reply.pop("seconds", None)
         return reply
@@ -651,7 +654,7 @@ class CudaEvaluator:
         self, worker: GpuWorker, task: Task, need_mb: float | None = None
     ) -> dict[str, Any]:
         """The task's reference figures, measured once in a process no candidate code enters
-        (admitted at ``need_mb``, the compile job's estimate, else at its candidates' peak).
+        (admitted at ``need_mb``, the task's estimate, else at its candidates' peak).
 
         ``{"reference": figures}`` or ``{"reference": None, "reference_error": why}``; figures
         are kept in memory and under ``<cache>/references/`` for later batches. Tasks are
@@ -1012,7 +1015,7 @@ class _InputsAhead:
         if key is None or key not in self._worker:
             return
         if job.gpu_memory_mb is not None and job.gpu_memory_mb * 2**20 < 3 * INPUTS_AHEAD_MIN_BYTES:
-            return  # small: the compile job's estimate counts three input sets (not asked)
+            return  # small: the task's estimate counts three input sets (not asked)
         with self._cond:  # held until the zygote says otherwise (a task it knows says at once)
             if key not in self._pending:
                 self._pending[key], self._asked_at[key] = True, time.monotonic()
@@ -1090,7 +1093,9 @@ def _number(text: Any) -> float | None:
 
 
 def _megabytes(value: Any) -> float | None:
-    """A memory estimate from a compile job's reply: a positive finite number, else None."""
+    """A memory estimate as the estimator answered it (it ran the task's reference, not a
+    candidate, but an answer is only a number) or as kept on disk: a positive finite number,
+    else None."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     return float(value) if number and math.isfinite(value) and value > 0 else None
 
@@ -1101,10 +1106,10 @@ def _record_device(result: EvalResult, worker: GpuWorker) -> None:
 
 
 class _TaskEstimate:
-    """A task's GPU memory estimate ``(candidate MB, reference MB)``, made once by the first
-    compile job of the task; the task's other jobs wait for it (it comes within seconds of
-    that job's start, long before its builds end). Kept at ``path`` (written by the evaluator
-    only), so that a later evaluator's candidates of the task do not wait for it again."""
+    """A task's GPU memory estimate ``(candidate MB, reference MB)``, made once by the
+    estimator; the task's candidates wait for it at the end of their compile (it comes within
+    seconds, long before their builds end). Kept at ``path`` (written by the evaluator only),
+    so that a later evaluator's candidates of the task do not wait for it again."""
 
     def __init__(self, path: Path) -> None:
         self._event = threading.Event()
@@ -1141,13 +1146,11 @@ def _serve_builds(
     deadline: float,
     config: CudaEvalConfig,
     prebuilt: dict[str, str],
-    on_estimate: Callable[[Any], None] | None = None,
     ahead: dict[str, Future[BuildOutcome]] | None = None,
 ) -> bool:
     """Build each spec a sandboxed compile job asks for, until it closes the channel; False
     when the deadline passed first. A malformed request is answered with a failed build.
     ``prebuilt`` gets each built spec's digest and key (the GPU process loads by them).
-    ``on_estimate``: this job sends the task's estimate as its first line (see compile_job).
     ``ahead``: builds started before the job asked, by spec digest (``specs_written_out``)."""
     ahead = dict(ahead or {})
     fd = requests.fileno()
@@ -1161,11 +1164,6 @@ def _serve_builds(
         line = requests.readline()
         if not line:
             return True
-        if on_estimate is not None:  # the first line only: later ones come after the candidate
-            first, on_estimate = on_estimate, None
-            with contextlib.suppress(ValueError, TypeError, AttributeError):
-                first(json.loads(line).get("estimate"))
-                continue
         try:
             spec = ExtensionSpec.from_dict(json.loads(line))
         except (ValueError, KeyError, TypeError) as err:
@@ -1187,6 +1185,13 @@ def _serve_builds(
             replies.flush()
         except BrokenPipeError:
             return True
+
+
+def _cpu_job_env() -> dict[str, str]:
+    """The environment of a sandboxed Python that must not see the GPU (compile job, estimator)."""
+    return with_multicast_off(
+        allowed_env({"CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": _pythonpath()})
+    )
 
 
 def _pythonpath() -> str:
