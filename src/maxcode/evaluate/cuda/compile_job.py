@@ -1,8 +1,10 @@
 """Compile one candidate's extensions on a CPU worker (run as ``python -m`` in a subprocess).
 
-The candidate module is executed, and ``ModelNew`` constructed once, with no GPU visible and ``load_inline`` routed to the build cache, which is
-how its specs are discovered (they are often assembled from strings at import time or in
-``__init__``). Reads the job as JSON on stdin, writes a JSON reply on stdout.
+The candidate module is executed, and ``ModelNew`` constructed once, with no GPU visible and
+``load_inline`` routed to the build cache, which is how its specs are discovered (they are
+often assembled from strings at import time or in ``__init__``). Reads the job as JSON on
+stdin, writes a JSON reply on stdout. The task's memory estimate is not made here (see
+``estimator``): no candidate code runs where it is made.
 
 This process runs the candidate's code, so it runs sandboxed and sees the build cache
 read-only: with ``request_fd``/``reply_fd`` in the job, each spec goes to the evaluator
