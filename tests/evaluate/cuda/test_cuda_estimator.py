@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from maxcode.evaluate.cuda.estimator import Estimator, gpu_memory_estimates_mb
-from maxcode.evaluate.sandbox import confinement
+from maxcode.evaluate.sandbox import Confinement, confinement
 from maxcode.evaluate.scrub import allowed_env
 
 SRC = str(Path(__file__).resolve().parents[3] / "src")
@@ -140,3 +140,25 @@ def test_many_tasks_asked_at_once_each_get_their_own_answer(estimator, tmp_path)
         assert answers.got[str(width)] == pytest.approx(
             expected(tmp_path, LINEAR.format(width=width))
         )
+
+
+class NotReading(Confinement):
+    """A launcher whose process never reads its requests (an estimator stuck starting)."""
+
+    def wrap(self, argv, *args, **kwargs):
+        return ["sleep", "600"]
+
+
+def test_a_process_that_does_not_read_never_blocks_the_asker(tmp_path):
+    """Requests far beyond a pipe's buffer go to a process that reads none: asking returns at
+    once, and closing answers every one of them."""
+    stuck = Estimator(NotReading(None, "none: test"), {}, tmp_path / "log")
+    answers = Answers()
+    big = "#" * (1 << 20)
+    t0 = time.monotonic()
+    for i in range(8):
+        stuck.ask(big, answers.for_(str(i)))
+    assert time.monotonic() - t0 < 5
+    stuck.close()
+    answers.wait([str(i) for i in range(8)], 10)
+    assert set(answers.got.values()) == {None}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import select
 import signal
 import subprocess
@@ -152,22 +153,18 @@ class Estimator:
         self._proc: subprocess.Popen | None = None
         self._uid: contextlib.ExitStack | None = None
         self._pending: dict[int, tuple[float, Callable[[Any], None]]] = {}  # the process's
+        self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()  # the process's
         self._next_id = 0
 
     def ask(self, reference_source: str, answer: Callable[[Any], None]) -> None:
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
-            assert self._proc is not None and self._proc.stdin is not None
             self._next_id += 1
             deadline = time.monotonic() + self._timeout_s + 60  # its start is in there
             self._pending[self._next_id] = (deadline, answer)
             line = json.dumps({"id": self._next_id, "reference_source": reference_source})
-            try:
-                self._proc.stdin.write((line + "\n").encode())
-                self._proc.stdin.flush()
-            except OSError:  # it died: the reader answers what is pending
-                pass
+            self._lines.put((line + "\n").encode())  # never blocks the evaluator's thread
 
     def _start(self) -> None:
         self._stop_locked()
@@ -185,9 +182,12 @@ class Estimator:
                 preexec_fn=self._preexec_fn,
                 start_new_session=True,
             )
-        self._proc, self._pending = proc, {}
+        self._proc, self._pending, self._lines = proc, {}, queue.SimpleQueue()
         threading.Thread(
             target=self._read, args=(proc, self._pending), name="maxcode-estimator", daemon=True
+        ).start()
+        threading.Thread(
+            target=_write, args=(proc, self._lines), name="maxcode-estimator-in", daemon=True
         ).start()
 
     def _read(
@@ -215,6 +215,7 @@ class Estimator:
             for answer, value in answers:
                 answer(value)
         proc.wait()
+        proc.stdout.close()
         with self._lock:
             left = [answer for _, answer in pending.values()]
             pending.clear()
@@ -227,8 +228,7 @@ class Estimator:
 
     def _stop_locked(self) -> None:
         if self._proc is not None:
-            with contextlib.suppress(OSError):
-                self._proc.stdin.close()  # type: ignore[union-attr]
+            self._lines.put(None)  # the writer closes the process's stdin
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
             self._proc.wait()
@@ -236,6 +236,18 @@ class Estimator:
         if self._uid is not None:
             self._uid.close()
             self._uid = None
+
+
+def _write(proc: subprocess.Popen, lines: queue.SimpleQueue[bytes | None]) -> None:
+    """Feeds the process its requests: a process that does not read (slow to start, or hung)
+    blocks this thread, never the evaluator's; its requests are answered at their deadline."""
+    assert proc.stdin is not None
+    with contextlib.suppress(OSError):
+        for line in iter(lines.get, None):
+            proc.stdin.write(line)
+            proc.stdin.flush()
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
 
 
 if __name__ == "__main__":
