@@ -173,7 +173,9 @@ def test_compile_job_cannot_leak_write_or_connect(secret, listener, tmp_path, sa
     port, received = listener
     cache = tmp_path / "cache"
     escape, poison = tmp_path / "escaped.txt", cache / "build" / "ext" / "planted.txt"
-    evaluator = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), cache, gpus=[])
+    # no builds read from its source: its code must run, in the compile job
+    config = CudaEvalConfig(cuda_arch="9.0", build_ahead=False)
+    evaluator = CudaEvaluator(config, cache, gpus=[])
     assert evaluator.jail.level == "full"
     job = _Job(0, saxpy_task, hostile_source(port, escape, poison, cpu=True), cache / "runs" / "j")
     assert evaluator._compile(job) is True  # its extension builds (through the evaluator)

@@ -36,6 +36,8 @@ from maxcode.evaluate.sandbox import Confinement, uid_slot
 # Seconds one reference may take on ``meta``: its fork is stopped after this, and the
 # evaluator gives up on an answer a little later (an estimate only sizes the GPU's sharing).
 REFERENCE_TIMEOUT_S = 30
+# Seconds the process may sit with nothing pending before it is stopped.
+IDLE_STOP_S = 5.0
 # What an evaluation process holds besides the task's tensors: a CUDA context, torch's and
 # cuBLAS's kernels and workspaces, the L2 flush buffer.
 PROCESS_OVERHEAD_MB = 1500.0
@@ -193,10 +195,13 @@ class Estimator:
     def _read(
         self, proc: subprocess.Popen, pending: dict[int, tuple[float, Callable[[Any], None]]]
     ) -> None:
-        """Answers ``pending`` (``proc``'s requests) as replies come, late ones ``None``."""
+        """Answers ``pending`` (``proc``'s requests) as replies come, late ones ``None``, and
+        stops the process once nothing has been pending for ``IDLE_STOP_S`` (the next request
+        starts another): an idle sandboxed process does not outlive its work."""
         assert proc.stdout is not None
         fd = proc.stdout.fileno()  # read raw: a buffered reader could hold a line select misses
         partial = b""
+        idle_since: float | None = None
         while True:
             ready, _, _ = select.select([fd], [], [], 1.0)
             chunk = os.read(fd, 1 << 16) if ready else None
@@ -212,6 +217,12 @@ class Estimator:
                 now = time.monotonic()
                 late = [i for i, (deadline, _) in pending.items() if deadline < now]
                 answers += [(pending.pop(i)[1], None) for i in late]
+                if pending:
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = now
+                elif now - idle_since >= IDLE_STOP_S and self._proc is proc:
+                    self._stop_locked()  # under the lock: an ask now starts a new one
             for answer, value in answers:
                 answer(value)
         proc.wait()
