@@ -29,8 +29,10 @@ for, exactly as in an evaluation. Variants (the baseline is measured in the same
   (``wait_for_host_pch=False``).
 
 The first variant named is the baseline of the before/after lines (default ``split,ours``).
-Each variant's evaluator starts its precompiled header with its first compile job, as an
-evaluation does. ``--pch-present`` then runs the last variant again into a cache that holds
+Each variant's evaluator starts its precompiled headers with its first compile job, as an
+evaluation without ``prepare_build_cache`` does. ``--prepared`` then runs the last variant
+again into an empty cache that its evaluator prepares first, alone and timed, as a rollout
+and ``optimize`` do while the LLM writes the first candidates. ``--pch-present`` then runs the last variant again into a cache that holds
 only the precompiled headers its first run built: what a machine that has compiled before
 sees (the headers are built once per toolchain and flags, and kept). ``--tasks-seen`` gives
 each variant's cache first, untimed, what a machine that evaluated these tasks before holds
@@ -158,15 +160,19 @@ def run_variant(
     root: Path,
     pch_from: Path | None = None,
     tasks_seen: bool = False,
+    prepared: bool = False,
 ) -> dict:
     """``pch_from``: a cache whose precompiled headers this run's cache starts with, and
     nothing else (a machine that has compiled before, these candidates never).
-    ``tasks_seen``: the cache first gets the tasks' estimates and the PCH (``see_the_tasks``)."""
+    ``tasks_seen``: the cache first gets the tasks' estimates and the PCH (``see_the_tasks``).
+    ``prepared``: the evaluator first prepares its empty cache (``prepare_build_cache``,
+    waited for and timed, nothing else running), as a rollout does while its LLM writes."""
     opts = VARIANTS[name]
     cache_name = (
         f"cache-{name}"
         + ("-pch-present" if pch_from else "")
         + ("-tasks-seen" if tasks_seen else "")
+        + ("-prepared" if prepared else "")
     )
     if pch_from is not None:
         shutil.copytree(pch_from / "build" / "pch", root / cache_name / "build" / "pch")
@@ -186,6 +192,7 @@ def run_variant(
     # TORCH_CUDA_ARCH_LIST as torch's default would be (the config only takes a plain arch)
     evaluator._arch = arch + ("+PTX" if opts["ptx"] else "")
     seen_s = see_the_tasks(evaluator, items, jobs, root / cache_name) if tasks_seen else None
+    prepared_s = evaluator.prepare_build_cache(wait=True) if prepared else None
     pch_seconds = evaluator.pch_ahead_seconds
     records = []
 
@@ -240,8 +247,10 @@ def run_variant(
     return {
         "variant": name
         + (", PCH present" if pch_from else "")
-        + (", tasks seen" if tasks_seen else ""),
+        + (", tasks seen" if tasks_seen else "")
+        + (", prepared" if prepared else ""),
         "tasks_seen_s": seen_s,
+        "prepared_s": prepared_s,
         "cache": str(root / cache_name),
         "config": {"cuda_arch": evaluator.cuda_arch, **opts},
         "sandbox": evaluator.jail.level,
@@ -252,7 +261,7 @@ def run_variant(
         "max_wall_s": round(max(walls), 1),
         "with_pch": len(with_pch),
         "median_wall_with_pch_s": round(statistics.median(with_pch), 1) if with_pch else None,
-        "pch_ahead_s": pch_seconds if tasks_seen else evaluator.pch_ahead_seconds,
+        "pch_ahead_s": pch_seconds if tasks_seen or prepared else evaluator.pch_ahead_seconds,
         "median_job_s": {k: round(statistics.median(v), 2) for k, v in job_parts.items()},
         "jobs_run": sum("torch import" in r["job_s"] for r in records),
         "estimate_wait_s": {
@@ -282,6 +291,8 @@ def report(res: dict) -> None:
     )
     if res["tasks_seen_s"] is not None:
         print(f"  the tasks' estimates and the PCH made first, untimed: {res['tasks_seen_s']} s")
+    if res["prepared_s"] is not None:
+        print(f"  the build cache prepared first (its PCHs, alone): {res['prepared_s']} s")
     print(
         f"  {res['with_pch']} candidates whose host compiles had the PCH at once: "
         f"median {res['median_wall_with_pch_s']} s; the PCH started with the first "
@@ -335,6 +346,12 @@ def main() -> None:
         help="give each variant's cache first, untimed, what a machine that evaluated these "
         "tasks before holds: the tasks' memory estimates and the precompiled header",
     )
+    ap.add_argument(
+        "--prepared",
+        action="store_true",
+        help="then run the last variant again into an empty cache that its evaluator prepares "
+        "first (prepare_build_cache, timed alone), as a rollout or optimize does",
+    )
     ap.add_argument("--out", type=Path, help="write all records as JSON here")
     args = ap.parse_args()
     arch = args.arch or detect_cuda_arch()
@@ -360,6 +377,9 @@ def main() -> None:
             results.append(
                 run_variant(names[-1], items, arch, args.jobs, Path(tmp), Path(last["cache"]))
             )
+            report(results[-1])
+        if args.prepared:
+            results.append(run_variant(names[-1], items, arch, args.jobs, Path(tmp), prepared=True))
             report(results[-1])
     for b in results[1:]:
         a = results[0]

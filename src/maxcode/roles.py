@@ -58,6 +58,7 @@ def build_evaluator(
     else:
         cuda = replace(evaluation.cuda, profile=evaluation.cuda.profile or profile)
         inner = CudaEvaluator(cuda, cache_dir / "cuda")
+        inner.prepare_build_cache()  # its headers build while the first candidates are written
     return CachedEvaluator(inner, EvalCache(cache_dir / "evaluations.sqlite"))
 
 

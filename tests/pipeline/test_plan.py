@@ -39,6 +39,24 @@ def test_the_methods_profile_flag_never_turns_off_the_users_profile(tmp_path):
     assert plain.evaluator.config.profile is True  # Effi-Learner's flag still adds it
 
 
+def test_a_cuda_evaluator_starts_its_precompiled_headers_as_it_is_built(tmp_path, monkeypatch):
+    """Rollouts, KernelCompare and ``optimize`` build their evaluator before the LLM writes
+    the first candidates: its precompiled headers build meanwhile (a small header stands in
+    for torch's)."""
+    from maxcode.evaluate.cuda import build as build_module
+
+    monkeypatch.setattr(
+        build_module, "_pch_header", lambda headers: (f"{len(headers)}.h", "#include <vector>\n")
+    )
+    evaluation = EvaluationParams(cuda=CudaEvalConfig(cuda_arch="9.0"))
+    inner = build_evaluator("cuda", evaluation, tmp_path).evaluator
+    try:
+        assert inner._pch_ahead is not None
+    finally:
+        inner.close()
+    assert inner.pch_ahead_seconds is not None and inner.pch_ahead_seconds > 0
+
+
 def test_rollouts_of_cuda_suites_get_the_gpu_env():
     raw = yaml.safe_load((REPO / "presets" / "gpu.yaml").read_text())
     plan = PipelinePlan.from_config(raw)

@@ -13,6 +13,7 @@ import pytest
 from maxcode.evaluate.cuda import build as build_module
 from maxcode.evaluate.cuda.build import (
     COMPILE_NICENESS,
+    HOST_FULL,
     HOST_LIGHT,
     HOST_ONLY_END,
     HOST_ONLY_GUARD,
@@ -123,8 +124,8 @@ def test_a_compiler_killed_by_a_signal_is_not_cached(cache, monkeypatch):
     """A cancelled job or the OOM killer says nothing about the source: the next try builds."""
     real_start = build_module._start_jobs
 
-    def start_then_kill(jobs, cwd):
-        started = real_start(jobs, cwd)
+    def start_then_kill(jobs, cwd, niced=True):
+        started = real_start(jobs, cwd, niced)
         for job in started.values():
             os.killpg(job.proc.pid, signal.SIGKILL)
         return started
@@ -145,8 +146,8 @@ def test_every_compiler_step_runs_nicer_than_the_evaluator(cache, monkeypatch):
     real_start = build_module._start_jobs
     seen: list[int] = []
 
-    def recording_start(jobs, cwd):
-        started = real_start(jobs, cwd)
+    def recording_start(jobs, cwd, niced=True):
+        started = real_start(jobs, cwd, niced)
         seen.extend(os.getpriority(os.PRIO_PROCESS, job.proc.pid) for job in started.values())
         return started
 
@@ -251,6 +252,41 @@ def _failed_pch() -> BuildOutcome:
     return BuildOutcome(key="pch", name="pch", ok=False, failed_step="pch")
 
 
+def test_the_precompiled_headers_build_at_the_evaluators_priority(tmp_path, monkeypatch):
+    """Every build of a first wave waits for the precompiled headers, so they are the one
+    compile that is not niced; ``prepare_host_pch`` builds both sets a plain binding may use
+    (the light set first, the whole header for bindings the light set cannot compile). A
+    small header stands in for torch's here."""
+    real_start = build_module._start_jobs
+    seen: list[tuple[str, int]] = []
+
+    def recording_start(jobs, cwd, niced=True):
+        started = real_start(jobs, cwd, niced)
+        for step, job in started.items():
+            seen.append((step, os.getpriority(os.PRIO_PROCESS, job.proc.pid)))
+        return started
+
+    monkeypatch.setattr(build_module, "_start_jobs", recording_start)
+    monkeypatch.setattr(
+        build_module, "_pch_header", lambda headers: (f"{len(headers)}.h", "#include <vector>\n")
+    )
+    cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True)
+    threads = cache.prepare_host_pch(120)
+    for thread in threads:
+        thread.join()
+    plain = ExtensionSpec.from_load_inline("m", "", cuda_sources="// none")
+    flags = build_module.torch_flags(plain, "9.0")
+    assert len(threads) == 2
+    assert cache._pch_ready(flags, HOST_LIGHT) and cache._pch_ready(flags, HOST_FULL)
+    assert seen == [("pch", os.nice(0)), ("pch", os.nice(0))]
+    assert cache.build(tiny("// niced")).ok  # the candidates' compiles stay niced
+    assert {nice for step, nice in seen if step != "pch"} == {
+        min(19, os.nice(0) + COMPILE_NICENESS)
+    }
+    no_pch = BuildCache(tmp_path / "none", "9.0", host_pch=False)
+    assert no_pch.prepare_host_pch(120) == []
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_the_cuda_compile_runs_while_the_build_waits_for_the_pch(tmp_path, monkeypatch):
     """A fresh cache's builds all wait for the PCH; their .cu compiles must not."""
@@ -278,8 +314,8 @@ def test_a_failed_pch_stops_the_cuda_compile_already_running(tmp_path, monkeypat
     procs = []
     real_start = build_module._start_jobs
 
-    def recording_start(jobs, cwd):
-        started = real_start(jobs, cwd)
+    def recording_start(jobs, cwd, niced=True):
+        started = real_start(jobs, cwd, niced)
         procs.extend(job.proc for job in started.values())
         return started
 

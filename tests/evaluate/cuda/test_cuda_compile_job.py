@@ -38,7 +38,7 @@ class ModelNew(nn.Module):
 
 @pytest.fixture
 def evaluator(tmp_path):
-    with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[]) as made:
+    with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[]) as made:
         yield made
 
 
@@ -168,7 +168,7 @@ def test_a_tasks_estimate_is_kept_for_the_next_evaluator(evaluator, saxpy_task, 
     assert evaluator._compile(first) is True
     estimate = (first.gpu_memory_mb, first.reference_gpu_memory_mb)
     assert None not in estimate
-    later = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    later = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[])
     second = job(tmp_path, saxpy_task, "x = 2\n", "second")
     assert later._compile(second)
     assert later._estimator is None
@@ -176,7 +176,7 @@ def test_a_tasks_estimate_is_kept_for_the_next_evaluator(evaluator, saxpy_task, 
     [kept] = (tmp_path / "estimates").glob("*.json")
     kept.write_text('{"estimate": "not a pair"}')
     third = job(tmp_path, saxpy_task, "x = 3\n", "third")
-    with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[]) as again:
+    with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[]) as again:
         assert again._compile(third)
         assert again._estimator is not None
     assert (third.gpu_memory_mb, third.reference_gpu_memory_mb) == estimate
@@ -197,7 +197,7 @@ def test_a_load_inline_written_out_is_built_before_the_compile_job_asks(
         return real_build(self, spec, timeout_s)
 
     monkeypatch.setattr(BuildCache, "build", recording)
-    config = CudaEvalConfig(cuda_arch="9.0", build_ahead=ahead)
+    config = CudaEvalConfig(cuda_arch="9.0", host_pch=False, build_ahead=ahead)
     evaluator = CudaEvaluator(config, tmp_path / "cache", gpus=[])
     j = job(tmp_path, saxpy_task, CANDIDATE)
     assert evaluator._compile(j) is True
@@ -242,3 +242,26 @@ def test_a_candidate_whose_source_shows_every_build_runs_no_compile_job(
     assert (first.gpu_memory_mb, first.reference_gpu_memory_mb) == pytest.approx(
         gpu_memory_estimates_mb(tmp_path / "reference.py")
     )
+
+
+def test_prepare_build_cache_builds_the_headers_before_any_candidate(tmp_path, monkeypatch):
+    """A rollout and ``optimize`` prepare the cache as they build the evaluator, so the
+    headers build while the LLM writes the first candidates (a small header stands in for
+    torch's). Without a GPU it does nothing: the first evaluation says what is missing."""
+    from maxcode.evaluate.cuda import build as build_module
+    from maxcode.evaluate.cuda import evaluator as evaluator_module
+    from maxcode.evaluate.cuda.build import HOST_FULL, HOST_LIGHT, ExtensionSpec, torch_flags
+
+    monkeypatch.setattr(
+        build_module, "_pch_header", lambda headers: (f"{len(headers)}.h", "#include <vector>\n")
+    )
+    with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path / "gpu", gpus=[]) as made:
+        seconds = made.prepare_build_cache(wait=True)
+        cache = made._build_cache()
+    flags = torch_flags(ExtensionSpec.from_load_inline("m", "", cuda_sources="// none"), "9.0")
+    assert seconds is not None and seconds > 0
+    assert cache._pch_ready(flags, HOST_LIGHT) and cache._pch_ready(flags, HOST_FULL)
+    monkeypatch.setattr(evaluator_module, "detect_cuda_arch", lambda: "")
+    with CudaEvaluator(CudaEvalConfig(), tmp_path / "none", gpus=[]) as no_gpu:
+        assert no_gpu.prepare_build_cache(wait=True) is None
+        assert no_gpu._pch_ahead is None

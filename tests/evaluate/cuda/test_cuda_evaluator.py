@@ -17,7 +17,7 @@ from .cuda_fixtures import HOSTILE, hostile
 
 @pytest.fixture
 def evaluator(tmp_path):
-    return CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    return CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[])
 
 
 def test_static_rejection_needs_no_gpu(evaluator, saxpy_task):
@@ -34,7 +34,9 @@ def test_invalid_python_is_a_compile_error_with_the_line(evaluator, saxpy_task):
 
 
 def test_warn_severity_lets_the_candidate_through_to_the_gpu_stage(tmp_path, saxpy_task):
-    cfg = CudaEvalConfig(cuda_arch="9.0", check_severity={"no_custom_kernel": "warn"})
+    cfg = CudaEvalConfig(
+        cuda_arch="9.0", host_pch=False, check_severity={"no_custom_kernel": "warn"}
+    )
     ev = CudaEvaluator(cfg, tmp_path, gpus=[])
     with pytest.raises(RuntimeError, match="no NVIDIA GPU"):
         ev.evaluate(saxpy_task, hostile("torch_only"))
@@ -111,12 +113,14 @@ def test_half_precision_code_is_a_downgrade_only_when_the_evaluation_runs_at_fp3
 ):
     half = hostile("good").replace("ext.saxpy(a, b,", "ext.saxpy(a.half().float(), b,")
     assert half != hostile("good")
-    at_fp32 = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    at_fp32 = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[])
     assert at_fp32._static(_job(saxpy_task, half, tmp_path)).figures["failed_check"] == (
         "precision_downgrade"
     )
     at_fp16 = CudaEvaluator(
-        CudaEvalConfig(cuda_arch="9.0", semantics="kernelbench-head", precision="fp16"),
+        CudaEvalConfig(
+            cuda_arch="9.0", host_pch=False, semantics="kernelbench-head", precision="fp16"
+        ),
         tmp_path,
         gpus=[],
     )

@@ -118,8 +118,9 @@ def test_kernels_named_outside_a_launch_are_declared_for_the_host():
         (CONSTANT_POLY.replace("poly_kernel<<<blocks, THREADS>>>", "LAUNCH<<<blocks, THREADS>>>"), "a launch of LAUNCH, not a kernel of this file"),
         (CONSTANT_POLY.replace("const float* __restrict__ x, float* __restrict__ y, long n", "at::Half* x, float* y, long n"), None),
         (CONSTANT_POLY.replace("c10", "").split("torch::Tensor poly_forward")[0], "no host function to move"),
+        (CONSTANT_POLY.replace("(int)std::min<long>(", "min("), "a host call of min, which nvcc declares"),
     ],
-    ids=["static-symbol", "unknown-dispatch", "host-template-launch", "ifdef", "namespace", "launch-via-macro", "at-half-kernel", "kernels-only"],
+    ids=["static-symbol", "unknown-dispatch", "host-template-launch", "ifdef", "namespace", "launch-via-macro", "at-half-kernel", "kernels-only", "nvcc-host-min"],
 )  # fmt: skip
 def test_sources_not_split_say_why(source, reason):
     result = split_host_functions(source)
@@ -440,3 +441,47 @@ def test_a_stub_the_kernel_object_lacks_falls_back_before_the_link(cache_root, m
     again = BuildOutcome(key="k", name="ext_missing", ok=False)
     assert not cache._compile_split(other, cache.key_of(other)[1], cache_root, again, 0.0)
     assert again.host_split == "an earlier split of this .cu failed"
+
+
+DECLARED_ONLY = r"""
+#include <torch/extension.h>
+__global__ void scale_kernel(float* x, float f, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= f;
+}
+float never_defined_factor(float);
+torch::Tensor scale(torch::Tensor x) {
+    auto y = x.clone();
+    int n = y.numel();
+    scale_kernel<<<(n + 255) / 256, 256>>>(y.data_ptr<float>(), never_defined_factor(2.0f), n);
+    return y;
+}
+"""
+
+
+@needs_nvcc
+def test_a_split_that_would_not_load_falls_back_and_the_usual_build_says_why(
+    cache_root, link_stubs
+):
+    """A host function that calls a function no source defines links in both builds and would
+    fail only at import. The split's load check sends it back to the usual build, whose own
+    check fails it at ``link`` with the symbol; both checks' times stay in the steps. (``-L``
+    the stub directory: ``ldd`` must find every library, or the check gives no verdict.) The
+    moved code keeps the .cu's implicit ``cuda_runtime.h`` (the stubs' ``dim3``)."""
+    stubs, _ = link_stubs
+    cache = BuildCache(cache_root / "cache-unresolved", "9.0", host_pch=False, split_host=True)
+    spec = ExtensionSpec.from_load_inline(
+        "ext_unresolved",
+        "torch::Tensor scale(torch::Tensor x);",
+        cuda_sources=DECLARED_ONLY,
+        functions=["scale"],
+        extra_ldflags=[f"-L{stubs}"],
+    )
+    out = cache.build(spec)
+    assert out.host_split == (
+        "the split leaves undefined when loaded: _Z20never_defined_factorf"
+    ), out.host_split
+    assert not out.ok and out.failed_step == "link"
+    assert out.first_error.startswith("undefined symbol _Z20never_defined_factorf when")
+    assert {"split symbols", "symbols"} <= set(out.steps)
+    assert out.cuda_headers != HOST_SPLIT_TIER

@@ -26,7 +26,7 @@ FIGURES = {"eager": {"median": 0.5}, "peak_gpu_mb": 12.0}
 
 @pytest.fixture
 def evaluator(tmp_path):
-    return CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    return CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[])
 
 
 def test_one_reference_job_per_task_then_memory_then_disk(evaluator, saxpy_task, tmp_path):
@@ -41,7 +41,7 @@ def test_one_reference_job_per_task_then_memory_then_disk(evaluator, saxpy_task,
     (job,) = worker.jobs
     assert job["entry"] == "maxcode.evaluate.cuda.worker:run_reference"
     assert "candidate.py" not in job and "cache_root" not in job  # no candidate code goes there
-    later = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    later = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[])
     assert later._reference_for(worker, saxpy_task) == {"reference": FIGURES}
     assert len(worker.jobs) == 1  # read back from <cache>/references/
 
@@ -76,7 +76,7 @@ def test_a_reference_whose_torch_compile_failed_is_measured_again_next_run(
     worker = RecordingWorker({"status": "ok", "reference": broken})
     assert evaluator._reference_for(worker, saxpy_task)["reference"] == broken
     assert not list((tmp_path / "references").glob("*.json"))
-    later = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    later = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[])
     worker.reply = {"status": "ok", "reference": FIGURES}
     assert later._reference_for(worker, saxpy_task)["reference"] == FIGURES
     assert len(worker.jobs) == 2 and len(list((tmp_path / "references").glob("*.json"))) == 1

@@ -152,7 +152,7 @@ def test_gpu_replies_are_scrubbed_before_they_become_results(secret, tmp_path, s
         def run(self, job: dict) -> dict:
             return {"status": "runtime_error", "reason": f"boom {secret}", "output_tail": secret}
 
-    evaluator = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    evaluator = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[])
     evaluator._arch = "9.0"
     jobs = GpuQueue(evaluator._gpu_cond)
     job = _Job(0, saxpy_task, "", tmp_path / "j")
@@ -174,7 +174,7 @@ def test_compile_job_cannot_leak_write_or_connect(secret, listener, tmp_path, sa
     cache = tmp_path / "cache"
     escape, poison = tmp_path / "escaped.txt", cache / "build" / "ext" / "planted.txt"
     # no builds read from its source: its code must run, in the compile job
-    config = CudaEvalConfig(cuda_arch="9.0", build_ahead=False)
+    config = CudaEvalConfig(cuda_arch="9.0", host_pch=False, build_ahead=False)
     evaluator = CudaEvaluator(config, cache, gpus=[])
     assert evaluator.jail.level == "full"
     job = _Job(0, saxpy_task, hostile_source(port, escape, poison, cpu=True), cache / "runs" / "j")
@@ -189,7 +189,7 @@ def test_compile_job_cannot_leak_write_or_connect(secret, listener, tmp_path, sa
 
 @needs_root
 def test_honest_twin_compiles_in_the_sandbox(tmp_path, saxpy_task):
-    evaluator = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path, gpus=[])
+    evaluator = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path, gpus=[])
     job = _Job(0, saxpy_task, honest_cpu_source(), tmp_path / "runs" / "j")
     assert evaluator._compile(job) is True
     assert [b["ok"] for b in job.figures["builds"]] == [True]
@@ -310,7 +310,9 @@ def test_compilers_run_confined_with_the_allowlisted_environment(secret, tmp_pat
         'ext = load_inline(name="cpuext",',
         f'ext = load_inline(name="cpuext", extra_ldflags=["-Wl,-Map={escape}"],',
     )
-    evaluator = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path / "cache", gpus=[])
+    evaluator = CudaEvaluator(
+        CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path / "cache", gpus=[]
+    )
     job = _Job(0, saxpy_task, source, tmp_path / "cache" / "runs" / "map")
     assert evaluator._compile(job) is False and not escape.exists()
     assert job.result.status is Status.COMPILE_ERROR and "map" in job.result.compile_log.lower()

@@ -109,7 +109,7 @@ def correct_reply(job: dict, beside: bool) -> dict:
 def evaluate(tmp_path, monkeypatch, worker, items, **config):
     monkeypatch.setattr(CudaEvaluator, "_compile", lambda self, job: True)
     monkeypatch.setattr(CudaEvaluator, "_facts", lambda self, gpu: {"memory.total": "81559"})
-    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", **config), tmp_path)
+    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False, **config), tmp_path)
     ev._workers = [worker]
     return ev.evaluate_items(items)
 
@@ -155,7 +155,7 @@ def test_the_slot_count_is_how_many_candidates_the_gpu_workers_ran_at_once(
     """What the throughput benchmark divides slot seconds by: the evaluator's own count."""
     monkeypatch.setattr(CudaEvaluator, "_compile", lambda self, job: True)
     monkeypatch.setattr(CudaEvaluator, "_facts", lambda self, gpu: {"memory.total": "81559"})
-    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", gpu_concurrency=3), tmp_path)
+    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False, gpu_concurrency=3), tmp_path)
     assert ev.gpu_slot_count == 0  # no GPU worker yet
     gpu = SharedGpu(correct_reply)
     ev._workers = [gpu]
@@ -334,7 +334,7 @@ def test_a_reference_is_admitted_at_its_own_estimate_not_at_its_candidates_peak(
 
     monkeypatch.setattr(CudaEvaluator, "_compile", compiled)
     monkeypatch.setattr(CudaEvaluator, "_facts", lambda self, gpu: {"memory.total": "81559"})
-    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", gpu_concurrency=1), tmp_path)
+    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", host_pch=False, gpu_concurrency=1), tmp_path)
 
     def reply(job, beside):
         entry = job["entry"].split(":")[1]
@@ -398,7 +398,9 @@ def test_the_reference_is_measured_beside_other_tasks_not_after_them(tmp_path, b
             time.sleep(0.3)
             return {"status": "ok", "reference": REFERENCE}
 
-    ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0", gpu_concurrency=2), tmp_path, gpus=[])
+    ev = CudaEvaluator(
+        CudaEvalConfig(cuda_arch="9.0", host_pch=False, gpu_concurrency=2), tmp_path, gpus=[]
+    )
     ev._facts = lambda gpu: {}
     tasks = [builtin_tasks["1_Scaled_vector_add.py"], builtin_tasks["5_Softmax.py"]]
     threads = [threading.Thread(target=ev._reference_for, args=(Slow(), t)) for t in tasks]
@@ -650,7 +652,9 @@ def test_tasks_small_by_the_compile_jobs_estimate_are_not_asked_for(
         gpu = SharedGpu(correct_reply)
         monkeypatch.setattr(CudaEvaluator, "_facts", lambda self, g: {"memory.total": "81559"})
         monkeypatch.setattr(CudaEvaluator, "_compile", compiled(estimate_mb))
-        ev = CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path / str(estimate_mb))
+        ev = CudaEvaluator(
+            CudaEvalConfig(cuda_arch="9.0", host_pch=False), tmp_path / str(estimate_mb)
+        )
         ev._workers = [gpu]
         (result,) = ev.evaluate_items([(saxpy_task, source)])
         assert result.status is Status.OK

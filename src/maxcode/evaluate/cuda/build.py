@@ -104,7 +104,9 @@ COMPILE_NICENESS = 10
 of builds cannot take CPU from what the GPU slots wait on: kernel launches inside every timed
 call, KernelBench's serial CPU input generator, a reference's torch.compile. (The compilers
 ran at the evaluator's priority from when builds moved into the evaluator until 2026-11-27.
-Niced compile jobs did not measurably change the run-to-run spread on the H100.)"""
+Niced compile jobs did not measurably change the run-to-run spread on the H100.) But for the
+precompiled headers, built once per machine: every build of a first wave waits for them, so
+they run at the evaluator's priority (since 2026-11-28)."""
 MAX_LOG_CHARS = 4000
 # Benchmarks set this to a directory: every nvcc run then writes its per-phase times there
 # (``nvcc --time``, one CSV per build step), see benchmarks/bench_cuda_compile.py.
@@ -406,8 +408,8 @@ class ExtensionSpec:
         parts = [f"#define TORCH_EXTENSION_NAME {self.name}"]
         if not self.no_implicit_headers:
             parts.append("#include <torch/extension.h>")
-        if moved_host_code:
-            parts.append(moved_host_code)
+        if moved_host_code:  # after the headers its .cu gave it (see ``cuda_cu``)
+            parts += ["#include <cuda.h>", "#include <cuda_runtime.h>", moved_host_code]
         parts.extend(self.cpp_sources)
         if self.functions is not None:
             parts.append("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {")
@@ -891,7 +893,14 @@ class BuildCache:
         elif rc != 0:
             outcome.fail("link", rc, log, work)
         else:
-            outcome.ok = _loads_resolved(spec, flags, work, deadline, outcome)
+            missing, log, outcome.steps["symbols"] = _unresolved_at_load(
+                spec, flags, work, deadline
+            )
+            if missing:
+                outcome.failed_step, outcome.log = "link", trim_log(log, work)[0]
+                outcome.first_error = undefined_symbol_error(missing[0])
+            else:
+                outcome.ok = True
 
     def _compile_split(
         self, spec: ExtensionSpec, flags: _Flags, work: Path, outcome: BuildOutcome, deadline: float
@@ -947,13 +956,14 @@ class BuildCache:
             outcome.failed_step, outcome.first_error = "killed", killed[0]
             return True
         failed = next((step for step, (rc, _, _) in results.items() if rc != 0), None)
-        if failed is None and not _loads_resolved(spec, flags, work, deadline, outcome):
-            outcome.failed_step = outcome.first_error = outcome.log = ""  # the usual build says
-            outcome.steps.update({f"split {k}": secs for k, (_, _, secs) in results.items()})
-            outcome.host_split = "the split leaves a symbol undefined when loaded"
-            self._remember_split_failed(spec)
-            return False
         if failed is None:
+            missing, log, secs = _unresolved_at_load(spec, flags, work, deadline)
+            results["symbols"] = (0, log, secs)
+            if missing:  # the usual build says why
+                outcome.steps.update({f"split {k}": s for k, (_, _, s) in results.items()})
+                outcome.host_split = f"the split leaves undefined when loaded: {missing[0]}"
+                self._remember_split_failed(spec)
+                return False
             outcome.steps.update({step: secs for step, (_, _, secs) in results.items()})
             outcome.cuda_headers, outcome.ok = HOST_SPLIT_TIER, True
             self._remember_tier(spec, HOST_SPLIT_TIER)
@@ -1094,7 +1104,7 @@ class BuildCache:
         """Marks a .cu (as keyed by :meth:`_tier_file`) whose host split failed: a rebuild
         with another binding or name goes to the header tiers directly."""
         tier_file = self._tier_file(spec, root)
-        return tier_file.with_name(f"{tier_file.name}.split-failed")
+        return tier_file.with_name(f"{tier_file.name}.split{SPLIT_VERSION}-failed")
 
     def _remember_split_failed(self, spec: ExtensionSpec) -> None:
         with suppress(OSError):
@@ -1114,15 +1124,19 @@ class BuildCache:
             tmp.chmod(0o644)
             os.replace(tmp, path)
 
-    def prepare_host_pch(self, timeout_s: float = 600.0) -> threading.Thread | None:
-        """Start building, in the background, the precompiled header a plain candidate's
-        binding uses (no flags of its own) before any build asks for it; None when this cache
-        uses none."""
+    def prepare_host_pch(self, timeout_s: float = 600.0) -> list[threading.Thread]:
+        """Start building, in the background, the precompiled headers a plain candidate's
+        binding uses (no flags of its own) before any build asks for them: the light set and
+        the whole ``torch/extension.h`` that bindings naming the C++ frontend, and those the
+        light set cannot compile, go to (5 of 32 real candidates on 2026-11-28). None when
+        this cache uses none."""
         spec = ExtensionSpec.from_load_inline("maxcode_pch", "", cuda_sources="// none")
-        headers = self._host_tiers(spec)[0][0]
-        if not headers:
-            return None
-        return self.start_pch(torch_flags(spec, self.cuda_arch), headers, timeout_s)
+        flags = torch_flags(spec, self.cuda_arch)
+        return [
+            self.start_pch(flags, headers, timeout_s)
+            for headers, _ in self._host_tiers(spec)
+            if headers
+        ]
 
     def start_pch(self, flags: _Flags, headers: str, timeout_s: float) -> threading.Thread:
         """The thread building the precompiled header ``headers`` for these flags: started
@@ -1194,8 +1208,8 @@ class BuildCache:
                     header.name + ".gch",
                     *flags.post_cflags,
                 ]
-                with self._confined(work):
-                    rc, log, _ = _run_parallel({"pch": cmd}, work, deadline)["pch"]
+                with self._confined(work):  # every build of a first wave waits for it
+                    rc, log, _ = _run_parallel({"pch": cmd}, work, deadline, niced=False)["pch"]
                 if rc != 0:
                     failed = BuildOutcome(key=key, name="pch", ok=False)
                     if rc is None:
@@ -1336,31 +1350,27 @@ def _unresolved(names: tuple[str, ...], work: Path, deadline: float) -> list[str
     return sorted(s for s in undefined if any(t in s for t in tags) and s not in defined)
 
 
-def _loads_resolved(
-    spec: ExtensionSpec, flags: _Flags, work: Path, deadline: float, outcome: BuildOutcome
-) -> bool:
-    """Whether the linked extension's own C++ symbols all resolve when it is loaded: a
-    function the binding declares and no source defines links into a shared library anyway
-    and fails only at import (qwencoder level 2 problem 58; torch's ``load_inline`` fails the
-    same way). Checked here, with ``ldd -r`` run confined like the compilers (it relocates
-    without running the library), because a candidate whose source shows every build runs no
-    compile job that would import it: it waited for a GPU slot to fail there (2026-11-28).
-    Only mangled C++ names count (the interpreter provides the C API at import); an answer
-    that cannot be trusted (a library not found, ``ldd`` missing) is no verdict, and the
-    import in the compile job or the GPU process still catches it."""
+def _unresolved_at_load(
+    spec: ExtensionSpec, flags: _Flags, work: Path, deadline: float
+) -> tuple[list[str], str, float]:
+    """The linked extension's own C++ symbols that will not resolve when it is loaded, with
+    the check's log and seconds: a function the binding declares and no source defines links
+    into a shared library anyway and fails only at import (qwencoder level 2 problem 58;
+    torch's ``load_inline`` fails the same way). Checked here, with ``ldd -r`` run confined
+    like the compilers (it relocates without running the library), because a candidate whose
+    source shows every build runs no compile job that would import it: it waited for a GPU
+    slot to fail there (2026-11-28). Only mangled C++ names count (the interpreter provides
+    the C API at import); an answer that cannot be trusted (a library not found, ``ldd``
+    missing) finds none, and the import in the compile job or the GPU process still
+    catches it."""
     libs = ":".join(f[2:] for f in flags.ldflags if f.startswith("-L"))
     cmd = ["env", f"LD_LIBRARY_PATH={libs}", "ldd", "-r", f"{spec.name}.so"]
     rc, log, secs = _run_parallel({"symbols": cmd}, work, deadline)["symbols"]
-    outcome.steps["symbols"] = secs
     if rc != 0 or "not found" in log:
-        return True
+        return [], log, secs
     own = re.escape(f"{spec.name}.so)")  # "undefined symbol: _Z...\t(./name.so)"
     missing = sorted(set(re.findall(rf"^undefined symbol: (_Z\S+)\s+\(.*{own}$", log, re.M)))
-    if not missing:
-        return True
-    outcome.failed_step, outcome.log = "link", trim_log(log, work)[0]
-    outcome.first_error = undefined_symbol_error(missing[0])
-    return False
+    return missing, log, secs
 
 
 def undefined_symbol_error(symbol: str) -> str:
@@ -1408,10 +1418,10 @@ def _copy_failure(src: BuildOutcome, dst: BuildOutcome) -> None:
 
 
 def _run_parallel(
-    jobs: dict[str, list[str]], cwd: Path, deadline: float
+    jobs: dict[str, list[str]], cwd: Path, deadline: float, niced: bool = True
 ) -> dict[str, tuple[int | None, str, float]]:
     """Run commands concurrently; rc None means killed at the deadline."""
-    return _finish_jobs(_start_jobs(jobs, cwd), deadline)
+    return _finish_jobs(_start_jobs(jobs, cwd, niced), deadline)
 
 
 @dataclass
@@ -1442,10 +1452,11 @@ def _nicer() -> None:
     os.nice(COMPILE_NICENESS)
 
 
-def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
+def _start_jobs(jobs: dict[str, list[str]], cwd: Path, niced: bool = True) -> _Started:
     """Start each command in its own session, its output to ``<step>.log`` in ``cwd`` and
     its compilers' temporary files in ``.<step>.tmp`` there (a killed nvcc or g++ leaves
-    them behind), removed when the job is collected."""
+    them behind), removed when the job is collected; ``COMPILE_NICENESS`` nicer unless
+    ``niced`` is false (the precompiled header)."""
     started: _Started = {}
     time_dir = os.environ.get(NVCC_TIME_DIR_VAR)
     for step, cmd in jobs.items():
@@ -1468,7 +1479,7 @@ def _start_jobs(jobs: dict[str, list[str]], cwd: Path) -> _Started:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_nicer,
+            preexec_fn=_nicer if niced else None,
         )
         job = _Job(proc, log, tmpdir, time.monotonic(), confined is not None, times)
         threading.Thread(target=job._wait, daemon=True).start()

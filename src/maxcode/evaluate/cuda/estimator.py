@@ -154,8 +154,9 @@ class Estimator:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._uid: contextlib.ExitStack | None = None
-        self._pending: dict[int, tuple[float, Callable[[Any], None]]] = {}  # the process's
-        self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()  # the process's
+        # The running process's requests and its input queue (``_start`` makes both).
+        self._pending: dict[int, tuple[float, Callable[[Any], None]]] = {}
+        self._lines: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._next_id = 0
 
     def ask(self, reference_source: str, answer: Callable[[Any], None]) -> None:

@@ -389,10 +389,11 @@ class CudaEvaluator:
             return estimate
 
     def _prepare_host_pch(self, cache: BuildCache) -> None:
-        """The first compile job starts building the precompiled header beside it: the jobs
-        of the first wave spend their first seconds starting Python and running the
-        candidate's code before they ask for a build, and each one either waits for it or
-        (``wait_for_host_pch`` false) parses the headers until it is there."""
+        """Starts building the precompiled headers, once: from ``prepare_build_cache`` or else
+        with the first compile job (the jobs of the first wave spend their first seconds
+        starting Python and running the candidate's code before they ask for a build; each
+        one either waits for the header or, ``wait_for_host_pch`` false, parses the headers
+        until it is there)."""
         with self._pch_lock:
             if self._pch_ahead is not None:
                 return
@@ -400,18 +401,31 @@ class CudaEvaluator:
             def build() -> None:
                 t0 = time.monotonic()
                 with contextlib.suppress(Exception):  # a build that needs it says why it failed
-                    started = cache.prepare_host_pch(self.config.compile_timeout_s)
-                    if started is not None:
+                    for started in cache.prepare_host_pch(self.config.compile_timeout_s):
                         started.join()
                 self.pch_ahead_seconds = round(time.monotonic() - t0, 3)
 
             self._pch_ahead = threading.Thread(target=build, name="maxcode-pch", daemon=True)
             self._pch_ahead.start()
 
-    def _run_compile_job(self, job: _Job) -> dict[str, Any]:
-        """The compile job runs the candidate's code, so it runs sandboxed (``self.jail``), the
-        build cache read-only to it: it sends each spec here and this process builds it."""
-        cache = BuildCache(
+    def prepare_build_cache(self, wait: bool = False) -> float | None:
+        """Start building this machine's precompiled headers now, before any candidate: a
+        rollout and ``optimize`` call it as they build the evaluator, so the headers build
+        while the LLM writes the first candidates instead of holding up every build of the
+        first wave. ``wait``: return once they are built, with the seconds that took. Without
+        a GPU or a sandbox it does nothing; the first evaluation says what is missing."""
+        try:
+            cache = self._build_cache()
+        except (RuntimeError, SandboxUnavailable):
+            return None
+        self._prepare_host_pch(cache)
+        if not wait or self._pch_ahead is None:
+            return None
+        self._pch_ahead.join()
+        return self.pch_ahead_seconds
+
+    def _build_cache(self) -> BuildCache:
+        return BuildCache(
             self.cache_dir / "build",
             self.cuda_arch,
             self.config.host_pch,
@@ -421,6 +435,11 @@ class CudaEvaluator:
             light_host_headers=self.config.light_host_headers,
             wait_for_pch=self.config.wait_for_host_pch,
         )
+
+    def _run_compile_job(self, job: _Job) -> dict[str, Any]:
+        """The compile job runs the candidate's code, so it runs sandboxed (``self.jail``), the
+        build cache read-only to it: it sends each spec here and this process builds it."""
+        cache = self._build_cache()
         self._prepare_host_pch(cache)
         written = specs_written_out(job.source) if self.config.build_ahead else None
         specs = written.specs if written else []
