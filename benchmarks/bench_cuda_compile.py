@@ -32,9 +32,9 @@ The first variant named is the baseline of the before/after lines (default ``spl
 Each variant's evaluator starts its precompiled headers with its first compile job, as an
 evaluation without ``prepare_build_cache`` does. ``--prepared`` then runs the last variant
 again into an empty cache that its evaluator prepares first, alone and timed, as a rollout
-and ``optimize`` do while the LLM writes the first candidates. ``--pch-present`` then runs the last variant again into a cache that holds
-only the precompiled headers its first run built: what a machine that has compiled before
-sees (the headers are built once per toolchain and flags, and kept). ``--tasks-seen`` gives
+and ``optimize`` do while the LLM writes the first candidates. ``--pch-present`` then runs
+the last variant again into a cache that holds only the precompiled headers its first run
+built: what a machine that has compiled before sees (the headers are built once per toolchain and flags, and kept). ``--tasks-seen`` gives
 each variant's cache first, untimed, what a machine that evaluated these tasks before holds
 (a search evaluates many candidates of each task): each task's memory estimate, kept on
 disk by the evaluator, and the precompiled header a plain binding uses, both made for one

@@ -1128,7 +1128,7 @@ class BuildCache:
         """Start building, in the background, the precompiled headers a plain candidate's
         binding uses (no flags of its own) before any build asks for them: the light set and
         the whole ``torch/extension.h`` that bindings naming the C++ frontend, and those the
-        light set cannot compile, go to (5 of 32 real candidates on 2026-11-28). None when
+        light set cannot compile, go to (5 of 32 real candidates on 2026-11-28). Empty when
         this cache uses none."""
         spec = ExtensionSpec.from_load_inline("maxcode_pch", "", cuda_sources="// none")
         flags = torch_flags(spec, self.cuda_arch)

@@ -66,12 +66,12 @@ _DISPATCH_AND = re.compile(r"^(AT_DISPATCH_(?:FLOATING|ALL)_TYPES)_AND(\d?)$")
 _SCALAR_TYPE_ARG = re.compile(r"(?:at|c10|torch)::(?:ScalarType::|k)(Half|BFloat16)\b")
 # Part of the build key: a build made by another version of the splitter is not reused.
 SPLIT_VERSION = 3
-# Macros and integer types the kernels used to get through torch's headers (FLT_MAX, INT_MAX,
-# int64_t); these headers declare nothing else.
 # Unqualified functions nvcc's CUDA headers declare for host code too (crt/math_functions.hpp,
 # mixed-type overloads) and a g++ translation unit lacks: qwencoder level 1 problem 11's host
 # ``min`` failed its split (2026-11-28).
 _NVCC_HOST = frozenset({"min", "max", "umin", "umax", "llmin", "llmax", "ullmin", "ullmax"})
+# Macros and integer types the kernels used to get through torch's headers (FLT_MAX, INT_MAX,
+# int64_t); these headers declare nothing else.
 _KERNEL_HEADERS = ("#include <cfloat>", "#include <climits>", "#include <cstdint>")
 STUB_PREFIX = "maxcode_launch_"
 SYMBOL_PREFIX = "maxcode_symbol_"
