@@ -350,7 +350,7 @@ def test_cpp_timing_defaults_to_instruction_counts_and_says_so(program, tmp_path
         assert proc.stderr.readline().startswith("[step 1/")  # piped, line by line
         os.killpg(proc.pid, signal.SIGINT)
         rest = proc.stderr.read()
-        assert proc.wait(timeout=120) == 130
+        assert proc.wait(timeout=120) == 130, rest
         assert "resume with --resume" in rest and "Traceback" not in rest
     finally:
         if proc.poll() is None:
