@@ -336,6 +336,9 @@ def test_cpp_timing_defaults_to_instruction_counts_and_says_so(program, tmp_path
         text=True,
         env=NO_KEYS,
         start_new_session=True,
+        # Ctrl-C as in a terminal: a pytest started in the background (``cmd &``, nohup) has
+        # SIGINT ignored, the run inherits that and rightly keeps running (it exited 0 here).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         first = proc.stderr.readline()
