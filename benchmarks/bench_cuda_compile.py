@@ -251,6 +251,7 @@ def run_variant(
         + (", prepared" if prepared else ""),
         "tasks_seen_s": seen_s,
         "prepared_s": prepared_s,
+        "prepared_first_set_s": evaluator.pch_first_seconds if prepared else None,
         "cache": str(root / cache_name),
         "config": {"cuda_arch": evaluator.cuda_arch, **opts},
         "sandbox": evaluator.jail.level,
@@ -274,6 +275,9 @@ def run_variant(
         },
         "parsed_headers": sum(b["host_parsed"] for r in records for b in r["builds"]),
         "tiers": dict(Counter(b["cuda_headers"] for r in records for b in r["builds"])),
+        "host_header_sets": dict(
+            Counter(b.get("host_headers") or "-" for r in records for b in r["builds"])
+        ),
         "not_split": dict(
             Counter(
                 _reason(b["host_split"]) for r in records for b in r["builds"] if b["host_split"]
@@ -292,7 +296,10 @@ def report(res: dict) -> None:
     if res["tasks_seen_s"] is not None:
         print(f"  the tasks' estimates and the PCH made first, untimed: {res['tasks_seen_s']} s")
     if res["prepared_s"] is not None:
-        print(f"  the build cache prepared first (its PCHs, alone): {res['prepared_s']} s")
+        print(
+            f"  the build cache prepared first (its PCHs, alone): {res['prepared_s']} s, "
+            f"the lightest header set there after {res['prepared_first_set_s']} s"
+        )
     print(
         f"  {res['with_pch']} candidates whose host compiles had the PCH at once: "
         f"median {res['median_wall_with_pch_s']} s; the PCH started with the first "
@@ -312,6 +319,7 @@ def report(res: dict) -> None:
     )
     print(f"  nvcc phases (median s per build): {res['median_nvcc_phase_s']}")
     print(f"  .cu header tiers: {res['tiers']}")
+    print(f"  host header sets: {res['host_header_sets']}")
     if res["not_split"]:
         print(f"  host functions not moved: {res['not_split']}")
     for r in [r for r in res["records"] if not r["ok"]][:3]:

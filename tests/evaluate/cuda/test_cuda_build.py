@@ -13,6 +13,7 @@ import pytest
 from maxcode.evaluate.cuda import build as build_module
 from maxcode.evaluate.cuda.build import (
     COMPILE_NICENESS,
+    HOST_CORE,
     HOST_FULL,
     HOST_LIGHT,
     HOST_ONLY_END,
@@ -254,9 +255,9 @@ def _failed_pch() -> BuildOutcome:
 
 def test_the_precompiled_headers_build_at_the_evaluators_priority(tmp_path, monkeypatch):
     """Every build of a first wave waits for the precompiled headers, so they are the one
-    compile that is not niced; ``prepare_host_pch`` builds both sets a plain binding may use
-    (the light set first, the whole header for bindings the light set cannot compile). A
-    small header stands in for torch's here."""
+    compile that is not niced; ``prepare_host_pch`` builds every set a plain binding may use,
+    the core set alone first (nearly every binding compiles with it), then the light set and
+    the whole header. A small header stands in for torch's here."""
     real_start = build_module._start_jobs
     seen: list[tuple[str, int]] = []
 
@@ -271,20 +272,24 @@ def test_the_precompiled_headers_build_at_the_evaluators_priority(tmp_path, monk
         build_module, "_pch_header", lambda headers: (f"{len(headers)}.h", "#include <vector>\n")
     )
     cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True)
-    threads = cache.prepare_host_pch(120)
-    for thread in threads:
-        thread.join()
     plain = ExtensionSpec.from_load_inline("m", "", cuda_sources="// none")
     flags = build_module.torch_flags(plain, "9.0")
-    assert len(threads) == 2
-    assert cache._pch_ready(flags, HOST_LIGHT) and cache._pch_ready(flags, HOST_FULL)
-    assert seen == [("pch", os.nice(0)), ("pch", os.nice(0))]
+    ready_first = []
+
+    def first_ready():  # the core set alone first: nearly every binding compiles with it
+        ready_first.extend(cache._pch_ready(flags, h) for h in (HOST_CORE, HOST_LIGHT, HOST_FULL))
+
+    cache.prepare_host_pch(120, first_ready)
+    assert ready_first == [True, False, False]
+    assert all(cache._pch_ready(flags, h) for h in (HOST_CORE, HOST_LIGHT, HOST_FULL))
+    assert seen == [("pch", os.nice(0))] * 3
     assert cache.build(tiny("// niced")).ok  # the candidates' compiles stay niced
     assert {nice for step, nice in seen if step != "pch"} == {
         min(19, os.nice(0) + COMPILE_NICENESS)
     }
     no_pch = BuildCache(tmp_path / "none", "9.0", host_pch=False)
-    assert no_pch.prepare_host_pch(120) == []
+    no_pch.prepare_host_pch(120, lambda: pytest.fail("no header set to build"))
+    assert not list((tmp_path / "none").rglob("*.gch"))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -330,6 +335,39 @@ def test_a_failed_pch_stops_the_cuda_compile_already_running(tmp_path, monkeypat
 TORCH_BINDING = "torch::Tensor twice(torch::Tensor x) { return x * 2; }"
 
 
+def test_a_binding_compiles_against_the_core_headers_and_the_ops_it_calls(tmp_path):
+    """The core header set has ATen's Tensor, its operators, the usual factories and torch's
+    pybind11 casters; an op beyond them (``torch::sum``) comes from its own header, included
+    after the precompiled core. The extension behaves as built with torch/extension.h,
+    TORCH_CHECK's message included."""
+    import torch
+
+    cpp = (
+        "#include <torch/extension.h>\n"
+        "torch::Tensor f(torch::Tensor x) {\n"
+        '  TORCH_CHECK(x.dtype() == torch::kFloat32, "x must be float32");\n'
+        "  return torch::sum(x) + torch::zeros_like(x) * 2;\n"
+        "}"
+    )
+    spec = ExtensionSpec.from_load_inline("core_binding", cpp, functions=["f"])
+    cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    flags = build_module.torch_flags(spec, "9.0")
+    tiers = cache._host_tiers(spec)
+    outcome = BuildOutcome(key="k", name="core_binding", ok=False)
+    cmd = cache._host_command(spec, flags, tiers, work, {}, outcome, time.monotonic() + 600)
+    assert cmd[cmd.index("ATen/ops/sum.h") - 1] == "-include"  # after the core's PCH
+    assert "ATen/ops/zeros_like.h" not in cmd  # in the core set
+    out = cache.build(spec)
+    assert out.ok, out.first_error
+    assert out.host_headers == HOST_CORE and "light host" not in out.steps
+    ext = import_extension(out)
+    assert torch.equal(ext.f(torch.arange(3.0)), torch.full((3,), 3.0))
+    with pytest.raises(RuntimeError, match="x must be float32"):
+        ext.f(torch.arange(3))
+
+
 def test_a_host_compile_does_not_wait_for_a_pch_still_being_built(tmp_path, monkeypatch):
     """``wait_for_pch=False``: while the PCH builds (here: never, until released), the host
     compile parses the same headers itself and the extension works; the PCH is started
@@ -350,13 +388,13 @@ def test_a_host_compile_does_not_wait_for_a_pch_still_being_built(tmp_path, monk
     out = cache.build(spec)
     assert not release.is_set()
     assert out.ok, out.first_error
-    assert (out.host_headers, out.host_parsed) == (HOST_LIGHT, True)
+    assert (out.host_headers, out.host_parsed) == (HOST_CORE, True)
     assert "pch" not in out.steps
     x = torch.arange(3.0)
     assert torch.equal(import_extension(out).twice(x), 2 * x)
     flags = build_module.torch_flags(spec, "9.0")
-    again = cache.start_pch(flags, HOST_LIGHT, 60)  # what the next build would do
-    assert asked == [HOST_LIGHT] and again.is_alive()  # one background build for all
+    again = cache.start_pch(flags, HOST_CORE, 60)  # what the next build would do
+    assert asked == [HOST_CORE] and again.is_alive()  # one background build for all
     release.set()
     build_module.wait_for_pch_builds()
     assert not again.is_alive()
@@ -366,7 +404,7 @@ def test_a_host_compile_uses_the_pch_once_it_is_there(tmp_path, monkeypatch):
     cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True, wait_for_pch=False)
     spec = ExtensionSpec.from_load_inline("m", TORCH_BINDING, functions=["twice"])
     flags = build_module.torch_flags(spec, "9.0")
-    ready = tmp_path / "pch" / cache._pch_key(flags, HOST_LIGHT)
+    ready = tmp_path / "pch" / cache._pch_key(flags, HOST_CORE)
     ready.mkdir(parents=True)
     (ready / "ok").write_text("")
     monkeypatch.setattr(cache, "start_pch", lambda *a: pytest.fail("the PCH is there"))
@@ -376,7 +414,7 @@ def test_a_host_compile_uses_the_pch_once_it_is_there(tmp_path, monkeypatch):
     cmd = cache._host_command(
         spec, flags, cache._host_tiers(spec), work, {}, outcome, time.monotonic() + 60
     )
-    assert cmd[cmd.index("-include") + 1] == str(ready / "maxcode_torch_light.h")
+    assert cmd[cmd.index("-include") + 1] == str(ready / "maxcode_torch_core.h")
     assert not outcome.host_parsed and outcome.steps["pch"] < 1
 
 

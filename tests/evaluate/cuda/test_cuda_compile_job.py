@@ -250,17 +250,24 @@ def test_prepare_build_cache_builds_the_headers_before_any_candidate(tmp_path, m
     torch's). Without a GPU it does nothing: the first evaluation says what is missing."""
     from maxcode.evaluate.cuda import build as build_module
     from maxcode.evaluate.cuda import evaluator as evaluator_module
-    from maxcode.evaluate.cuda.build import HOST_FULL, HOST_LIGHT, ExtensionSpec, torch_flags
+    from maxcode.evaluate.cuda.build import (
+        HOST_CORE,
+        HOST_FULL,
+        HOST_LIGHT,
+        ExtensionSpec,
+        torch_flags,
+    )
 
     monkeypatch.setattr(
         build_module, "_pch_header", lambda headers: (f"{len(headers)}.h", "#include <vector>\n")
     )
     with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path / "gpu", gpus=[]) as made:
         seconds = made.prepare_build_cache(wait=True)
+        first = made.pch_first_seconds
         cache = made._build_cache()
     flags = torch_flags(ExtensionSpec.from_load_inline("m", "", cuda_sources="// none"), "9.0")
-    assert seconds is not None and seconds > 0
-    assert cache._pch_ready(flags, HOST_LIGHT) and cache._pch_ready(flags, HOST_FULL)
+    assert seconds is not None and first is not None and 0 < first <= seconds
+    assert all(cache._pch_ready(flags, h) for h in (HOST_CORE, HOST_LIGHT, HOST_FULL))
     monkeypatch.setattr(evaluator_module, "detect_cuda_arch", lambda: "")
     with CudaEvaluator(CudaEvalConfig(), tmp_path / "none", gpus=[]) as no_gpu:
         assert no_gpu.prepare_build_cache(wait=True) is None

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from maxcode.evaluate.cuda.build import (
+    HOST_CORE,
     HOST_FULL,
     HOST_LIGHT,
     HOST_SPLIT_TIER,
@@ -215,8 +216,8 @@ def cache_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def builds(cache_root, link_stubs):
-    """Each fixture built three times into one cache: split (the default), split with the
-    light host headers (the default too), and unsplit; the full and the light PCH once each."""
+    """Each fixture built three times into one cache: split, split with the lighter host
+    headers (the default), and unsplit; each header set's PCH once."""
     stubs, _ = link_stubs
     root = cache_root
     old = os.environ.get("LIBRARY_PATH")
@@ -325,14 +326,15 @@ def test_split_and_unsplit_builds_expose_the_same_functions_kernels_and_checks(
 
 @needs_nvcc
 @pytest.mark.parametrize("name", list(FIXTURES))
-def test_the_light_host_headers_build_the_same_extension(name, builds, link_stubs):
-    """The binding against torch/extension.h less the C++ frontend: the same kernels, the
-    same functions, the same host checks as against the whole header."""
+def test_the_lighter_host_headers_build_the_same_extension(name, builds, link_stubs):
+    """The binding against the core header set (ATen's Tensor, the ops called, torch's
+    pybind11 casters): the same kernels, the same functions, the same host checks as
+    against the whole torch/extension.h."""
     if name not in builds:
         pytest.skip("needs torch's c10/cuda headers (a CUDA build of torch)")
     light, full = builds[name]["light"], builds[name]["split"]
     assert light.ok, light.first_error
-    assert (light.host_headers, full.host_headers) == (HOST_LIGHT, HOST_FULL)
+    assert (light.host_headers, full.host_headers) == (HOST_CORE, HOST_FULL)
     assert light.key != full.key
     assert _kernel_code(light.so_path) == _kernel_code(full.so_path)
     ours = ("maxcode_", "__device_stub__", "PyInit_")  # stubs, kernels, the module
@@ -368,9 +370,9 @@ def test_split_unsplit_and_light_builds_compute_the_same_on_the_gpu(name, builds
 def test_a_binding_the_light_headers_cannot_compile_is_built_with_the_whole_header(
     cache_root, builds
 ):
-    """``torch::kMean`` is declared by the frontend (torch/enum.h), which the light set leaves
-    out: the light compile fails on the name, and the binding is compiled again with
-    torch/extension.h (both PCHs are the fixture's)."""
+    """``torch::kMean`` is declared by the frontend (torch/enum.h), which the core and the
+    light set leave out: each lighter compile fails on the name, and the binding is compiled
+    again with the next set, up to torch/extension.h."""
     cache = BuildCache(
         cache_root / "cache", "9.0", host_pch=True, split_host=True, light_host_headers=True
     )
@@ -382,13 +384,15 @@ def test_a_binding_the_light_headers_cannot_compile_is_built_with_the_whole_head
 
 
 def test_the_host_binding_tiers(tmp_path):
-    """Light first, its torch/extension.h lines made comments on the same lines; host code
-    that names the frontend, and builds without the light set, get the whole header only."""
+    """Core, then light, their torch/extension.h lines made comments on the same lines;
+    host code that includes torch/types.h or an umbrella header, or asks for gradients,
+    skips the core set; host code that names the frontend, and builds without the lighter
+    sets, get the whole header only."""
     cpp = "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);"
     spec = ExtensionSpec.from_load_inline("m", cpp, functions=["f"])
     light_cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True)
-    (light, text), (full, as_written) = light_cache._host_tiers(spec)
-    assert (light, full) == (HOST_LIGHT, HOST_FULL)
+    (core, core_text), (light, text), (full, as_written) = light_cache._host_tiers(spec)
+    assert (core, light, full) == (HOST_CORE, HOST_LIGHT, HOST_FULL) and core_text == text
     assert as_written == spec.main_cpp()
     assert "torch/extension.h" not in text.replace("// maxcode: torch/extension.h", "")
     assert len(text.splitlines()) == len(as_written.splitlines())
@@ -399,7 +403,14 @@ def test_the_host_binding_tiers(tmp_path):
     commented = ExtensionSpec.from_load_inline(
         "m", cpp + "\n// torch::nn is not used", functions=["f"]
     )
-    assert [t for t, _ in light_cache._host_tiers(commented)] == [HOST_LIGHT, HOST_FULL]
+    assert [t for t, _ in light_cache._host_tiers(commented)] == [HOST_CORE, HOST_LIGHT, HOST_FULL]
+    for not_core in (
+        "#include <torch/types.h>",
+        "#include <ATen/ATen.h>",
+        "auto g = torch::requires_grad();",
+    ):
+        other = ExtensionSpec.from_load_inline("m", f"{not_core}\n{cpp}", functions=["f"])
+        assert [t for t, _ in light_cache._host_tiers(other)] == [HOST_LIGHT, HOST_FULL]
     full_cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=False)
     assert [t for t, _ in full_cache._host_tiers(spec)] == [HOST_FULL]
     no_pch = BuildCache(tmp_path, "9.0", host_pch=False, light_host_headers=True)

@@ -10,10 +10,12 @@ concurrent candidates with the same extension name overwrite each other. Here:
 * a per-key file lock plus build-in-a-private-directory-then-rename means concurrent
   jobs (threads or processes) never see a half-written build and never build twice;
 * the host binding (``main.cpp``) reuses a precompiled header built once per toolchain and
-  flag set: first torch/extension.h less its C++ frontend (``HOST_LIGHT_HEADERS``; with a
-  PCH, a TU's cost is the inline code its headers make every TU emit, not the parse), the
-  binding's own ``#include <torch/extension.h>`` lines made comments; on a missing name, or
-  for host code that names the frontend, the whole torch/extension.h;
+  flag set: first ATen's Tensor and torch's pybind11 casters (``HOST_CORE_HEADERS``, the
+  other ops it calls included after), then torch/extension.h less its C++ frontend
+  (``HOST_LIGHT_HEADERS``; with a PCH, a TU's cost is the inline code its headers make every
+  TU emit, not the parse), the binding's own ``#include <torch/extension.h>`` lines made
+  comments; on a missing name, the next set; for host code that names the frontend, the
+  whole torch/extension.h;
 * the ``.cu`` file is compiled against the lightest headers that work, each tier falling
   back to the next on failure: the CUDA headers alone (a source that never names torch), ATen's ``Tensor`` class plus the headers of exactly the
   ``torch::``/``at::`` functions it calls (about half the nvcc time of ``torch/types.h``,
@@ -53,7 +55,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -98,6 +100,16 @@ _TORCH_DTYPES = (
     "kU64 = kUInt64", "kI8 = kInt8", "kI16 = kInt16", "kI32 = kInt32", "kI64 = kInt64",
     "kF16 = kFloat16", "kF32 = kFloat32", "kF64 = kFloat64",
 )  # fmt: skip
+# ``namespace torch`` as torch/types.h makes it, for text that includes less than torch/types.h.
+_TORCH_NAMESPACE = "\n".join(
+    [
+        "namespace torch {",
+        "using namespace at;",
+        "using Dtype = at::ScalarType;",
+        *(f"constexpr auto {alias};" for alias in _TORCH_DTYPES),
+        "}  // namespace torch",
+    ]
+)
 _NAME_DEFINE = re.compile(r"^-DTORCH_EXTENSION_NAME=")
 COMPILE_NICENESS = 10
 """Compile jobs and every compiler step run this much nicer than the evaluator, so a full pool
@@ -148,6 +160,31 @@ HOST_LIGHT_HEADERS = (
     "torch/csrc/utils/python_numbers.h",
     "torch/csrc/utils/python_tuples.h",
 )
+# The host binding's core header set, tried before the light set: what a KernelBench binding
+# uses (ATen's Tensor class and its operators, the dispatch macros, the usual factories,
+# torch's pybind11 casters and the error wrapper load_inline puts around each function) and
+# torch's namespace aliases; the other ops a binding calls by name (``torch::sum(``) are
+# included after it, one header each. On this dev box (g++ 12, 2026-11-28) its precompiled
+# header builds in 24-26 s instead of the light set's 50.5 s, an empty TU compiles in 6.9 s
+# instead of 11.3 s, and 13 real bindings in 7.2-9.3 s instead of 9.1-11.2 s.
+HOST_CORE_HEADERS = (
+    "torch/csrc/utils/pybind.h",
+    "torch/csrc/Exceptions.h",
+    "ATen/core/Tensor.h",
+    "ATen/Dispatch.h",
+    "ATen/TensorOperators.h",  # with AT_PER_OPERATOR_HEADERS: needs empty_like, not every op
+    "ATen/ops/empty.h",
+    "ATen/ops/empty_like.h",
+    "ATen/ops/zeros.h",
+    "ATen/ops/zeros_like.h",
+)
+HOST_CORE = "ATen's Tensor, the ops called and torch's pybind11 casters"
+# Text the core set must not be used for: torch/types.h would define torch's aliases again;
+# an umbrella header declares every op anyway; torch:: factories handle requires_grad, the
+# at:: ones the core set's ``using namespace at`` gives refuse it.
+_HOST_NOT_CORE = re.compile(
+    r"#\s*include\s*[<\"](torch/types\.h|ATen/ATen\.h|ATen/Functions\.h)[>\"]|requires_grad"
+)
 HOST_LIGHT = "torch/extension.h less the C++ frontend"
 HOST_FULL = "torch/extension.h"
 # Host code that names the frontend (or includes it whole) goes to torch/extension.h directly:
@@ -157,12 +194,12 @@ _HOST_NEEDS_FRONTEND = re.compile(
     r"|mps|xpu|python|enumtype|stable)\b|#\s*include\s*[<\"]torch/(torch|all|python|nn|optim"
     r"|data|jit|serialize|autograd|fft|linalg|special|nested|sparse|enum)\.h[>\"]"
 )
-_EXT_H_LINE = "// maxcode: torch/extension.h, as the light precompiled header"
-# Errors a missing declaration can cause: only these send a binding to torch/extension.h.
+_EXT_H_LINE = "// maxcode: torch/extension.h, as a lighter precompiled header"
+# Errors a missing declaration can cause: only these send a binding to the next header set.
 _LOOKUP_ERROR = re.compile(
     r"error: .*(was not declared|has not been declared|is not a member of|does not name a"
     r"|no matching function|incomplete type|no type named|is not a namespace|is not a template"
-    r"|not declared in this scope|undeclared|there are no arguments)"
+    r"|not declared in this scope|undeclared|there are no arguments|no match for)"
 )
 
 
@@ -455,11 +492,7 @@ class ExtensionSpec:
                 "#include <ATen/core/Tensor.h>",
                 "#include <ATen/Dispatch.h>",
                 *(f"#include <ATen/ops/{name}.h>" for name in ops),
-                "namespace torch {",
-                "using namespace at;",
-                "using Dtype = at::ScalarType;",
-                *(f"constexpr auto {alias};" for alias in _TORCH_DTYPES),
-                "}  // namespace torch",
+                _TORCH_NAMESPACE,
             ]
         )
         head, tail = text[: first.start()], text[first.end() :]
@@ -672,7 +705,11 @@ def build_key(
         "light_headers": light_headers,
         "host_pch": host_pch,
         **({"split_host": SPLIT_VERSION} if split_host else {}),  # earlier builds' keys stay
-        **({"light_host": HOST_LIGHT_HEADERS} if light_host_headers else {}),
+        **(
+            {"light_host": HOST_LIGHT_HEADERS, "core_host": _pch_header(HOST_CORE)[1]}
+            if light_host_headers
+            else {}
+        ),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -856,7 +893,9 @@ class BuildCache:
             return
         started = {"host": _start_jobs({"host": host_cmd}, work)["host"], **started}
         results = _finish_jobs(started, deadline)
-        if not self._host_again_in_full(spec, flags, host_tiers, work, results, outcome, deadline):
+        if not self._host_with_more_headers(
+            spec, flags, host_tiers, work, results, outcome, deadline
+        ):
             return
         while tiers and _needs_more_headers(outcome.cuda_headers, results["cuda"]):
             # The lighter file was not enough: the next tier, up to the source as written.
@@ -931,7 +970,9 @@ class BuildCache:
             return True
         started = {"host": _start_jobs({"host": host_cmd}, work)["host"], **started}
         results = _finish_jobs(started, deadline)
-        if not self._host_again_in_full(spec, flags, host_tiers, work, results, outcome, deadline):
+        if not self._host_with_more_headers(
+            spec, flags, host_tiers, work, results, outcome, deadline
+        ):
             return True
         if all(rc == 0 for rc, _, _ in results.values()):
             missing = _unresolved(split.linked, work, deadline)
@@ -983,17 +1024,20 @@ class BuildCache:
         return False
 
     def _host_tiers(self, spec: ExtensionSpec, moved_host_code: str = "") -> list[tuple[str, str]]:
-        """(headers, main.cpp text), lightest first: the light set (see ``HOST_LIGHT_HEADERS``)
-        with the binding's own ``#include <torch/extension.h>`` lines made comments (line
-        numbers kept), then the binding as torch writes it."""
+        """(headers, main.cpp text), lightest first: the core set (``HOST_CORE_HEADERS``, where
+        the text allows it) and the light set (``HOST_LIGHT_HEADERS``), each with the binding's
+        own ``#include <torch/extension.h>`` lines made comments (line numbers kept), then the
+        binding as torch writes it."""
         as_written = spec.main_cpp(moved_host_code)
         if not self.host_pch or spec.no_implicit_headers:
             return [("", as_written)]
         if not self.light_host_headers or _HOST_NEEDS_FRONTEND.search(_COMMENT.sub("", as_written)):
             return [(HOST_FULL, as_written)]
-        return [(HOST_LIGHT, _EXT_H.sub(_EXT_H_LINE, as_written)), (HOST_FULL, as_written)]
+        lighter = _EXT_H.sub(_EXT_H_LINE, as_written)
+        core = [] if _HOST_NOT_CORE.search(_COMMENT.sub("", as_written)) else [(HOST_CORE, lighter)]
+        return [*core, (HOST_LIGHT, lighter), (HOST_FULL, as_written)]
 
-    def _host_again_in_full(
+    def _host_with_more_headers(
         self,
         spec: ExtensionSpec,
         flags: _Flags,
@@ -1003,19 +1047,19 @@ class BuildCache:
         outcome: BuildOutcome,
         deadline: float,
     ) -> bool:
-        """After a host compile with the light headers failed on a name or an overload it could
-        not find (not out of time, not killed, not a syntax error), compile it again with
-        torch/extension.h, the light compile's time under ``light host``. False when that PCH
-        failed (the failure is in ``outcome``)."""
-        rc, log, spent = results["host"]
-        if not tiers or rc in (0, None) or not _LOOKUP_ERROR.search(log):
-            return True
-        outcome.steps["light host"] = spent
-        host_cmd = self._host_command(spec, flags, tiers, work, {}, outcome, deadline)
-        if host_cmd is None:
-            return False
-        results["host"] = _run_parallel({"host": host_cmd}, work, deadline)["host"]
-        return True
+        """While a host compile with lighter headers fails on a name or an overload it could
+        not find (not out of time, not killed, not a syntax error), compile it again with the
+        next header set, up to torch/extension.h, the lighter compiles' time under ``light
+        host``. False when a PCH failed (the failure is in ``outcome``)."""
+        while True:
+            rc, log, spent = results["host"]
+            if not tiers or rc in (0, None) or not _LOOKUP_ERROR.search(log):
+                return True
+            outcome.steps["light host"] = round(outcome.steps.get("light host", 0.0) + spent, 3)
+            host_cmd = self._host_command(spec, flags, tiers, work, {}, outcome, deadline)
+            if host_cmd is None:
+                return False
+            results["host"] = _run_parallel({"host": host_cmd}, work, deadline)["host"]
 
     def _host_command(
         self,
@@ -1055,6 +1099,8 @@ class BuildCache:
                 _copy_failure(pch_header, outcome)
                 return None
             host_cmd += ["-include", str(pch_header), "-Winvalid-pch"]
+        if headers == HOST_CORE:  # the ops it calls beyond the core set's, after the PCH
+            host_cmd += [arg for op in _ops_beyond_core(text) for arg in ("-include", op)]
         return [*host_cmd, "-c", "main.cpp", "-o", "main.o", *flags.post_cflags]
 
     def _cuda_tiers(self, spec: ExtensionSpec) -> list[tuple[str, str]]:
@@ -1124,19 +1170,26 @@ class BuildCache:
             tmp.chmod(0o644)
             os.replace(tmp, path)
 
-    def prepare_host_pch(self, timeout_s: float = 600.0) -> list[threading.Thread]:
-        """Start building, in the background, the precompiled headers a plain candidate's
-        binding uses (no flags of its own) before any build asks for them: the light set and
-        the whole ``torch/extension.h`` that bindings naming the C++ frontend, and those the
-        light set cannot compile, go to (5 of 32 real candidates on 2026-11-28). Empty when
-        this cache uses none."""
+    def prepare_host_pch(
+        self, timeout_s: float = 600.0, first_ready: Callable[[], None] | None = None
+    ) -> None:
+        """Builds, before any build asks for them, the precompiled headers a plain candidate's
+        binding uses (no flags of its own): the lightest set first, alone, as nearly every
+        binding compiles with it (34 of 34 builds of 32 real candidates on 2026-11-28), then
+        ``first_ready``, then the others side by side: the whole ``torch/extension.h`` for
+        bindings that name the C++ frontend, and the light set for those the core set cannot
+        compile. Each is built by ``start_pch``'s thread, which a build that asks meanwhile
+        waits for too. Builds nothing when this cache uses no PCH."""
         spec = ExtensionSpec.from_load_inline("maxcode_pch", "", cuda_sources="// none")
         flags = torch_flags(spec, self.cuda_arch)
-        return [
-            self.start_pch(flags, headers, timeout_s)
-            for headers, _ in self._host_tiers(spec)
-            if headers
-        ]
+        sets = [headers for headers, _ in self._host_tiers(spec) if headers]
+        if not sets:
+            return
+        self.start_pch(flags, sets[0], timeout_s).join()
+        if first_ready is not None:
+            first_ready()
+        for thread in [self.start_pch(flags, headers, timeout_s) for headers in sets[1:]]:
+            thread.join()
 
     def start_pch(self, flags: _Flags, headers: str, timeout_s: float) -> threading.Thread:
         """The thread building the precompiled header ``headers`` for these flags: started
@@ -1162,8 +1215,8 @@ class BuildCache:
         return thread
 
     def _pch_key(self, flags: _Flags, headers: str) -> str:
-        """Keys the precompiled header by the host flags and toolchain (and the light set)."""
-        light = headers == HOST_LIGHT
+        """Keys the precompiled header by the host flags and toolchain (and a lighter set's text)."""
+        own_set = {HOST_LIGHT: [HOST_LIGHT_HEADERS], HOST_CORE: [_pch_header(HOST_CORE)[1]]}
         return hashlib.sha256(
             json.dumps(
                 [
@@ -1171,7 +1224,7 @@ class BuildCache:
                     flags.cflags,
                     flags.post_cflags,
                     asdict(detect_toolchain(self.cuda_arch)),
-                    *([HOST_LIGHT_HEADERS] if light else []),  # torch/extension.h's keys stay
+                    *own_set.get(headers, []),  # torch/extension.h's keys stay
                 ]
             ).encode()
         ).hexdigest()[:16]
@@ -1248,10 +1301,25 @@ class BuildCache:
                         os.lchown(path, os.geteuid(), os.getegid())
 
 
+def _ops_beyond_core(text: str) -> list[str]:
+    """The ATen op headers of the ``torch::``/``at::`` functions ``text`` calls by name that
+    the core header set does not include."""
+    ops = {f"ATen/ops/{name}.h" for name in _OP_CALL.findall(_COMMENT.sub("", text))}
+    return sorted(op for op in ops - set(HOST_CORE_HEADERS) if (_torch_include() / op).is_file())
+
+
 def _pch_header(headers: str) -> tuple[str, str]:
     """The file name of the header set ``headers`` and its text (the includes it stands for)."""
     if headers == HOST_LIGHT:
         return "maxcode_torch_light.h", "".join(f"#include <{h}>\n" for h in HOST_LIGHT_HEADERS)
+    if headers == HOST_CORE:
+        includes = "".join(f"#include <{h}>\n" for h in HOST_CORE_HEADERS)
+        per_operator = (
+            "#ifndef AT_PER_OPERATOR_HEADERS\n#define AT_PER_OPERATOR_HEADERS\n"
+            "#define MAXCODE_PER_OPERATOR\n#endif\n"
+        )
+        back = "#ifdef MAXCODE_PER_OPERATOR\n#undef AT_PER_OPERATOR_HEADERS\n#endif\n"
+        return "maxcode_torch_core.h", per_operator + includes + back + _TORCH_NAMESPACE + "\n"
     return "maxcode_torch_extension.h", "#include <torch/extension.h>\n"
 
 

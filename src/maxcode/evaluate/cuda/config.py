@@ -136,7 +136,7 @@ class CudaEvalConfig:
     light_host_headers: bool = field(
         default=True,
         metadata={
-            "help": "with host_pch: compile the host binding first against a precompiled torch/extension.h less its C++ frontend (nn, optim, jit, ...); host code that names the frontend, or fails on a missing name, gets the whole header"
+            "help": "with host_pch: compile the host binding first against lighter precompiled headers: ATen's Tensor and torch's pybind11 casters (plus the headers of the ops it calls), then torch/extension.h less its C++ frontend (nn, optim, jit, ...); host code that fails on a missing name gets the next set, host code that names the frontend the whole header"
         },
     )
     wait_for_host_pch: bool = field(

@@ -132,6 +132,7 @@ class CudaEvaluator:
         self._observed_mb: dict[str, float] = {}  # peak GPU memory seen per task source
         self._pch_ahead: threading.Thread | None = None  # see _prepare_host_pch
         self.pch_ahead_seconds: float | None = None  # its wall time (0 when it was there)
+        self.pch_first_seconds: float | None = None  # until the lightest header set was there
         self._estimates: dict[str, _TaskEstimate] = {}  # per reference source, see _compile
         self._estimate_lock = threading.Lock()
         self._estimator: Estimator | None = None  # started with the first task's estimate
@@ -400,9 +401,12 @@ class CudaEvaluator:
 
             def build() -> None:
                 t0 = time.monotonic()
+
+                def first_ready() -> None:
+                    self.pch_first_seconds = round(time.monotonic() - t0, 3)
+
                 with contextlib.suppress(Exception):  # a build that needs it says why it failed
-                    for started in cache.prepare_host_pch(self.config.compile_timeout_s):
-                        started.join()
+                    cache.prepare_host_pch(self.config.compile_timeout_s, first_ready)
                 self.pch_ahead_seconds = round(time.monotonic() - t0, 3)
 
             self._pch_ahead = threading.Thread(target=build, name="maxcode-pch", daemon=True)
