@@ -24,6 +24,7 @@ from maxcode.pipeline import (
 )
 from maxcode.roles import build_evaluator
 from maxcode.stages.kernelcompare_cli import app as kernelcompare_app
+from tests.fakes.small_pch import small_pch_headers  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,15 +40,11 @@ def test_the_methods_profile_flag_never_turns_off_the_users_profile(tmp_path):
     assert plain.evaluator.config.profile is True  # Effi-Learner's flag still adds it
 
 
-def test_a_cuda_evaluator_starts_its_precompiled_headers_as_it_is_built(tmp_path, monkeypatch):
+@pytest.mark.usefixtures("small_pch_headers")
+def test_a_cuda_evaluator_starts_its_precompiled_headers_as_it_is_built(tmp_path):
     """Rollouts, KernelCompare and ``optimize`` build their evaluator before the LLM writes
     the first candidates: its precompiled headers build meanwhile (a small header stands in
     for torch's)."""
-    from maxcode.evaluate.cuda import build as build_module
-
-    monkeypatch.setattr(
-        build_module, "_pch_header", lambda headers: (f"{len(headers)}.h", "#include <vector>\n")
-    )
     evaluation = EvaluationParams(cuda=CudaEvalConfig(cuda_arch="9.0"))
     inner = build_evaluator("cuda", evaluation, tmp_path).evaluator
     try:

@@ -27,6 +27,7 @@ from maxcode.evaluate.cuda.build import (
     tiers_after_failure,
     trim_log,
 )
+from tests.fakes.small_pch import small_pch_headers  # noqa: F401
 
 from ..leftovers import processes_naming
 
@@ -253,6 +254,7 @@ def _failed_pch() -> BuildOutcome:
     return BuildOutcome(key="pch", name="pch", ok=False, failed_step="pch")
 
 
+@pytest.mark.usefixtures("small_pch_headers")
 def test_the_precompiled_headers_build_at_the_evaluators_priority(tmp_path, monkeypatch):
     """Every build of a first wave waits for the precompiled headers, so they are the one
     compile that is not niced; ``prepare_host_pch`` builds every set a plain binding may use,
@@ -268,9 +270,6 @@ def test_the_precompiled_headers_build_at_the_evaluators_priority(tmp_path, monk
         return started
 
     monkeypatch.setattr(build_module, "_start_jobs", recording_start)
-    monkeypatch.setattr(
-        build_module, "_pch_header", lambda headers: (f"{len(headers)}.h", "#include <vector>\n")
-    )
     cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True)
     plain = ExtensionSpec.from_load_inline("m", "", cuda_sources="// none")
     flags = build_module.torch_flags(plain, "9.0")

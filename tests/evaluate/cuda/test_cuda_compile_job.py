@@ -12,6 +12,7 @@ from maxcode.evaluate.cuda.build import BuildCache
 from maxcode.evaluate.cuda.estimator import Estimator, gpu_memory_estimates_mb
 from maxcode.evaluate.cuda.evaluator import COMPILE_NICENESS, _Job
 from maxcode.evaluate.result import Status
+from tests.fakes.small_pch import small_pch_headers  # noqa: F401
 
 # CPython extensions without torch headers: they build in about a second.
 EXT = r"""
@@ -244,11 +245,11 @@ def test_a_candidate_whose_source_shows_every_build_runs_no_compile_job(
     )
 
 
+@pytest.mark.usefixtures("small_pch_headers")
 def test_prepare_build_cache_builds_the_headers_before_any_candidate(tmp_path, monkeypatch):
     """A rollout and ``optimize`` prepare the cache as they build the evaluator, so the
     headers build while the LLM writes the first candidates (a small header stands in for
     torch's). Without a GPU it does nothing: the first evaluation says what is missing."""
-    from maxcode.evaluate.cuda import build as build_module
     from maxcode.evaluate.cuda import evaluator as evaluator_module
     from maxcode.evaluate.cuda.build import (
         HOST_CORE,
@@ -258,9 +259,6 @@ def test_prepare_build_cache_builds_the_headers_before_any_candidate(tmp_path, m
         torch_flags,
     )
 
-    monkeypatch.setattr(
-        build_module, "_pch_header", lambda headers: (f"{len(headers)}.h", "#include <vector>\n")
-    )
     with CudaEvaluator(CudaEvalConfig(cuda_arch="9.0"), tmp_path / "gpu", gpus=[]) as made:
         seconds = made.prepare_build_cache(wait=True)
         first = made.pch_first_seconds
