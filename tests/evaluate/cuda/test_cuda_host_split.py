@@ -385,8 +385,8 @@ def test_a_binding_the_light_headers_cannot_compile_is_built_with_the_whole_head
 
 def test_the_host_binding_tiers(tmp_path):
     """Core, then light, their torch/extension.h lines made comments on the same lines;
-    host code that includes torch/types.h or an umbrella header, or asks for gradients,
-    skips the core set; host code that names the frontend, and builds without the lighter
+    host code that includes a torch/ header other than extension.h or an umbrella header,
+    or asks for gradients, skips the core set (ATen's and c10's headers do not); host code that names the frontend, and builds without the lighter
     sets, get the whole header only."""
     cpp = "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);"
     spec = ExtensionSpec.from_load_inline("m", cpp, functions=["f"])
@@ -406,11 +406,16 @@ def test_the_host_binding_tiers(tmp_path):
     assert [t for t, _ in light_cache._host_tiers(commented)] == [HOST_CORE, HOST_LIGHT, HOST_FULL]
     for not_core in (
         "#include <torch/types.h>",
+        '#include "torch/cuda.h"',
         "#include <ATen/ATen.h>",
         "auto g = torch::requires_grad();",
     ):
         other = ExtensionSpec.from_load_inline("m", f"{not_core}\n{cpp}", functions=["f"])
         assert [t for t, _ in light_cache._host_tiers(other)] == [HOST_LIGHT, HOST_FULL]
+    aten = ExtensionSpec.from_load_inline(
+        "m", f"#include <ATen/cuda/CUDAContext.h>\n{cpp}", functions=["f"]
+    )
+    assert [t for t, _ in light_cache._host_tiers(aten)] == [HOST_CORE, HOST_LIGHT, HOST_FULL]
     full_cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=False)
     assert [t for t, _ in full_cache._host_tiers(spec)] == [HOST_FULL]
     no_pch = BuildCache(tmp_path, "9.0", host_pch=False, light_host_headers=True)

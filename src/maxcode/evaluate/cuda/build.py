@@ -179,11 +179,14 @@ HOST_CORE_HEADERS = (
     "ATen/ops/zeros_like.h",
 )
 HOST_CORE = "ATen's Tensor, the ops called and torch's pybind11 casters"
-# Text the core set must not be used for: torch/types.h would define torch's aliases again;
-# an umbrella header declares every op anyway; torch:: factories handle requires_grad, the
-# at:: ones the core set's ``using namespace at`` gives refuse it.
+# Text the core set must not be used for: a torch/ header other than extension.h (torch/types.h
+# would define torch's aliases again, and any of torch/'s own headers may include it); an
+# umbrella header declares every op anyway; torch:: factories handle requires_grad, the at::
+# ones the core set's ``using namespace at`` gives refuse it. (All 515 includes of torch/ in
+# the public runs' sources are torch/extension.h.)
 _HOST_NOT_CORE = re.compile(
-    r"#\s*include\s*[<\"](torch/types\.h|ATen/ATen\.h|ATen/Functions\.h)[>\"]|requires_grad"
+    r"#\s*include\s*[<\"](torch/(?!extension\.h[>\"])|ATen/ATen\.h[>\"]|ATen/Functions\.h[>\"])"
+    r"|requires_grad"
 )
 HOST_LIGHT = "torch/extension.h less the C++ frontend"
 HOST_FULL = "torch/extension.h"
