@@ -179,15 +179,11 @@ HOST_CORE_HEADERS = (
     "ATen/ops/zeros_like.h",
 )
 HOST_CORE = "ATen's Tensor, the ops called and torch's pybind11 casters"
-# Text the core set must not be used for: a torch/ header other than extension.h (torch/types.h
-# would define torch's aliases again, and any of torch/'s own headers may include it); an
-# umbrella header declares every op anyway; torch:: factories handle requires_grad, the at::
-# ones the core set's ``using namespace at`` gives refuse it. (All 515 includes of torch/ in
-# the public runs' sources are torch/extension.h.)
-_HOST_NOT_CORE = re.compile(
-    r"#\s*include\s*[<\"](torch/(?!extension\.h[>\"])|ATen/ATen\.h[>\"]|ATen/Functions\.h[>\"])"
-    r"|requires_grad"
-)
+# Host code the core set must not be used for, besides what ``_needs_every_op`` says: a torch/
+# header other than extension.h (torch/types.h would define torch's aliases again, and any of
+# torch/'s own headers may include it). All 515 includes of torch/ in the public runs' sources
+# are torch/extension.h.
+_TORCH_OTHER_H = re.compile(r"#\s*include\s*[<\"]torch/(?!extension\.h[>\"])")
 HOST_LIGHT = "torch/extension.h less the C++ frontend"
 HOST_FULL = "torch/extension.h"
 # Host code that names the frontend (or includes it whole) goes to torch/extension.h directly:
@@ -480,7 +476,7 @@ class ExtensionSpec:
         or ``requires_grad`` (torch:: factories handle it, at:: ones refuse it)."""
         text = self.cuda_cu()
         first = _TORCH_H.search(text)
-        if first is None or _ALL_OPS_H.search(text) or "requires_grad" in text:
+        if first is None or _needs_every_op(text):
             return None
         ops = sorted(
             {
@@ -1037,7 +1033,10 @@ class BuildCache:
         if not self.light_host_headers or _HOST_NEEDS_FRONTEND.search(_COMMENT.sub("", as_written)):
             return [(HOST_FULL, as_written)]
         lighter = _EXT_H.sub(_EXT_H_LINE, as_written)
-        core = [] if _HOST_NOT_CORE.search(_COMMENT.sub("", as_written)) else [(HOST_CORE, lighter)]
+        code = _COMMENT.sub("", as_written)
+        core = (
+            [] if _needs_every_op(code) or _TORCH_OTHER_H.search(code) else [(HOST_CORE, lighter)]
+        )
         return [*core, (HOST_LIGHT, lighter), (HOST_FULL, as_written)]
 
     def _host_with_more_headers(
@@ -1179,7 +1178,7 @@ class BuildCache:
         """Builds, before any build asks for them, the precompiled headers a plain candidate's
         binding uses (no flags of its own): the lightest set first, alone, as nearly every
         binding compiles with it (34 of 34 builds of 32 real candidates on 2026-11-28), then
-        ``first_ready``, then the others side by side: the whole ``torch/extension.h`` for
+        ``first_ready`` (when it was built), then the others side by side: the whole ``torch/extension.h`` for
         bindings that name the C++ frontend, and the light set for those the core set cannot
         compile. Each is built by ``start_pch``'s thread, which a build that asks meanwhile
         waits for too. Builds nothing when this cache uses no PCH."""
@@ -1189,7 +1188,7 @@ class BuildCache:
         if not sets:
             return
         self.start_pch(flags, sets[0], timeout_s).join()
-        if first_ready is not None:
+        if first_ready is not None and self._pch_ready(flags, sets[0]):
             first_ready()
         for thread in [self.start_pch(flags, headers, timeout_s) for headers in sets[1:]]:
             thread.join()
@@ -1302,6 +1301,14 @@ class BuildCache:
                 for path in (work, *work.rglob("*")):
                     with suppress(FileNotFoundError):
                         os.lchown(path, os.geteuid(), os.getegid())
+
+
+def _needs_every_op(text: str) -> bool:
+    """Whether ATen's Tensor and the headers of the ops called by name cannot stand in for
+    torch's headers in ``text``: an umbrella header declares every op anyway, and torch::
+    factories handle ``requires_grad`` where the at:: ones that ``using namespace at`` gives
+    refuse it."""
+    return bool(_ALL_OPS_H.search(text)) or "requires_grad" in text
 
 
 def _ops_beyond_core(text: str) -> list[str]:
