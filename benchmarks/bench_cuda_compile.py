@@ -41,7 +41,8 @@ disk by the evaluator, and the precompiled header a plain binding uses, both mad
 candidate per task with no builds; none of these candidates' builds.
 
 Printed per variant: median and max compile wall per candidate (compile job start to last
-build, PCH included for those that waited for it), the same median over the candidates
+build, PCH included for those that waited for it), the median of the first wave (the first
+``--jobs`` candidates, which start together) and of those started after, the same median over the candidates
 whose host compiles had the PCH at once, where the compile job's own time went (``start``:
 the sandboxed Python and its imports; the candidate's code less the builds it waited for;
 the builds it waited for; then the wait for the task's memory estimate, also for the
@@ -205,16 +206,17 @@ def run_variant(
             "candidate": label,
             "ok": ok,
             "status": None if ok else job.result.status.value,
+            "start_s": round(t0 - batch_start, 3),
             "wall_s": round(time.monotonic() - t0, 3),
             "builds": job.figures.get("builds", []),
             "job_s": job.figures.get("compile_job_seconds", {}),
             "reason": "" if ok else job.result.reason,
         }
 
-    t0 = time.monotonic()
+    batch_start = time.monotonic()
     with ThreadPoolExecutor(jobs) as pool:
         records = list(pool.map(one, range(len(items))))
-    total = time.monotonic() - t0
+    total = time.monotonic() - batch_start
     evaluator.close()  # waits for the precompiled header it started ahead
     os.environ.pop(NVCC_TIME_DIR_VAR, None)
     phases = nvcc_phases(time_dir)
@@ -260,6 +262,10 @@ def run_variant(
         "batch_wall_s": round(total, 1),
         "median_wall_s": round(statistics.median(walls), 1),
         "max_wall_s": round(max(walls), 1),
+        # the pool starts candidates in order: the first ``jobs`` are the first wave
+        "first_wave_median_wall_s": round(statistics.median(walls[:jobs]), 1),
+        "later_count": len(walls[jobs:]),
+        "later_median_wall_s": round(statistics.median(walls[jobs:]), 1) if walls[jobs:] else None,
         "with_pch": len(with_pch),
         "median_wall_with_pch_s": round(statistics.median(with_pch), 1) if with_pch else None,
         "pch_ahead_s": pch_seconds if tasks_seen or prepared else evaluator.pch_ahead_seconds,
@@ -292,6 +298,11 @@ def report(res: dict) -> None:
         f"{res['variant']:12s} compiled {res['compiled']}/{res['candidates']}  "
         f"median {res['median_wall_s']} s  max {res['max_wall_s']} s  "
         f"batch {res['batch_wall_s']} s  sandbox {res['sandbox']}"
+    )
+    print(
+        f"  first wave (the first {len(res['records']) - res['later_count']} started): median "
+        f"{res['first_wave_median_wall_s']} s; the {res['later_count']} started after: "
+        f"median {res['later_median_wall_s']} s"
     )
     if res["tasks_seen_s"] is not None:
         print(f"  the tasks' estimates and the PCH made first, untimed: {res['tasks_seen_s']} s")
