@@ -42,15 +42,15 @@ candidate per task with no builds; none of these candidates' builds.
 
 Printed per variant: median and max compile wall per candidate (compile job start to last
 build, PCH included for those that waited for it), the median of the first wave (the first
-``--jobs`` candidates, which start together) and of those started after, the same median over the candidates
-whose host compiles had the PCH at once, where the compile job's own time went (``start``:
-the sandboxed Python and its imports; the candidate's code less the builds it waited for;
-the builds it waited for; then the wait for the task's memory estimate, also for the
-candidates that ran no job), how many host
-builds parsed the headers, the median seconds of each build step
-(pch, host, cuda, link; ``split *``: a split attempt that failed and fell back) and of each
-nvcc phase (``nvcc --time``: cudafe++ front end, cicc device pass, ptxas, fatbinary, host
-compiler), the header tiers used and why host functions were not moved.
+``--jobs`` candidates, which start together) and of those started after, the same median
+over the candidates whose host compiles had the PCH at once, where the compile job's own
+time went (``start``: the sandboxed Python and its imports; the candidate's code less the
+builds it waited for; the builds it waited for; then the wait for the task's memory
+estimate, also for the candidates that ran no job), how many host builds parsed the
+headers, the median seconds of each build step (pch, host, cuda, link; ``split *``: a split
+attempt that failed and fell back) and of each nvcc phase (``nvcc --time``: cudafe++ front
+end, cicc device pass, ptxas, fatbinary, host compiler), the header tiers used and why host
+functions were not moved.
 
     python benchmarks/bench_cuda_compile.py --limit 64 --jobs 16 --out compile.json
 """
