@@ -264,6 +264,7 @@ def run_variant(
         "max_wall_s": round(max(walls), 1),
         # the pool starts candidates in order: the first ``jobs`` are the first wave
         "first_wave_median_wall_s": round(statistics.median(walls[:jobs]), 1),
+        "first_wave_count": len(walls[:jobs]),
         "later_count": len(walls[jobs:]),
         "later_median_wall_s": round(statistics.median(walls[jobs:]), 1) if walls[jobs:] else None,
         "with_pch": len(with_pch),
@@ -300,7 +301,7 @@ def report(res: dict) -> None:
         f"batch {res['batch_wall_s']} s  sandbox {res['sandbox']}"
     )
     print(
-        f"  first wave (the first {len(res['records']) - res['later_count']} started): median "
+        f"  first wave (the first {res['first_wave_count']} started): median "
         f"{res['first_wave_median_wall_s']} s; the {res['later_count']} started after: "
         f"median {res['later_median_wall_s']} s"
     )

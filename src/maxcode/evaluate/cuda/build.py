@@ -1030,10 +1030,10 @@ class BuildCache:
         as_written = spec.main_cpp(moved_host_code)
         if not self.host_pch or spec.no_implicit_headers:
             return [("", as_written)]
-        if not self.light_host_headers or _HOST_NEEDS_FRONTEND.search(_COMMENT.sub("", as_written)):
+        code = _COMMENT.sub("", as_written)
+        if not self.light_host_headers or _HOST_NEEDS_FRONTEND.search(code):
             return [(HOST_FULL, as_written)]
         lighter = _EXT_H.sub(_EXT_H_LINE, as_written)
-        code = _COMMENT.sub("", as_written)
         core = (
             [] if _needs_every_op(code) or _TORCH_OTHER_H.search(code) else [(HOST_CORE, lighter)]
         )
@@ -1178,10 +1178,10 @@ class BuildCache:
         """Builds, before any build asks for them, the precompiled headers a plain candidate's
         binding uses (no flags of its own): the lightest set first, alone, as nearly every
         binding compiles with it (34 of 34 builds of 32 real candidates on 2026-11-28), then
-        ``first_ready`` (when it was built), then the others side by side: the whole ``torch/extension.h`` for
-        bindings that name the C++ frontend, and the light set for those the core set cannot
-        compile. Each is built by ``start_pch``'s thread, which a build that asks meanwhile
-        waits for too. Builds nothing when this cache uses no PCH."""
+        ``first_ready`` (when it was built), then the others side by side: the whole
+        ``torch/extension.h`` for bindings that name the C++ frontend, and the light set for
+        those the core set cannot compile. Each is built by ``start_pch``'s thread, which a
+        build that asks meanwhile waits for too. Builds nothing when this cache uses no PCH."""
         spec = ExtensionSpec.from_load_inline("maxcode_pch", "", cuda_sources="// none")
         flags = torch_flags(spec, self.cuda_arch)
         sets = [headers for headers, _ in self._host_tiers(spec) if headers]
