@@ -1,0 +1,96 @@
+"""One place that writes a benchmark's figures: ``benchmarks/results/<benchmark>/<name>.json``.
+
+Every result file carries what makes its figures traceable: the benchmark, the commit the
+code ran at (``+dirty`` when the work tree had changes), the hardware, the command line and
+the UTC time, then ``headline`` (the few figures ``report.py`` puts on ``docs/benchmarks.md``:
+``{"label", "value", "unit"}``) and ``data`` (everything the run measured).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _git(*args: str) -> str:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=RESULTS.parent, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def commit() -> str:
+    """The checked-out commit, ``+dirty`` when tracked files differ from it; "unknown" outside git."""
+    head = _git("rev-parse", "--short=12", "HEAD")
+    if not head:
+        return "unknown"
+    return head + ("+dirty" if _git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def hardware() -> str:
+    """CPU model and core count, and each GPU's name where nvidia-smi answers."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    text = f"{cpu}, {os.cpu_count()} cores"
+    try:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        gpus = (
+            [g.strip() for g in smi.stdout.splitlines() if g.strip()] if smi.returncode == 0 else []
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        gpus = []
+    if gpus:
+        text += "; " + ", ".join(f"{gpus.count(g)}x {g}" for g in dict.fromkeys(gpus))
+    return text
+
+
+def headline(label: str, value: float | int | str, unit: str = "") -> dict:
+    return {"label": label, "value": value, "unit": unit}
+
+
+def default_path(benchmark: str) -> Path:
+    stamp = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
+    return RESULTS / benchmark / f"{stamp}-{commit().replace('+', '-')}.json"
+
+
+def write_result(
+    benchmark: str, data: object, headlines: list[dict] | None = None, path: Path | None = None
+) -> Path:
+    """Write ``data`` with its provenance to ``path`` (default: a new file under ``results/``)."""
+    path = path or default_path(benchmark)
+    record = {
+        "benchmark": benchmark,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commit": commit(),
+        "hardware": hardware(),
+        "command": shlex.join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+        "headline": headlines or [],
+        "data": data,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,51 @@
+"""docs/benchmarks.md is what benchmarks/report.py makes of benchmarks/results/."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import report  # noqa: E402
+
+
+def test_the_benchmarks_page_is_up_to_date_with_the_result_jsons():
+    assert report.main(["--check"]) == 0, "run: python3 benchmarks/report.py"
+
+
+def _result(path: Path, date: str, value: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"benchmark": "b", "date": date, "commit": "abc", "hardware": "H", "command": "c"}
+    record["headline"] = [{"label": "speed", "value": value, "unit": "x"}]
+    path.write_text(json.dumps(record))
+
+
+def test_the_page_shows_the_newest_result_and_links_its_json(tmp_path):
+    _result(tmp_path / "r/b/old.json", "2026-01-01T00:00:00Z", 1.5)
+    _result(tmp_path / "r/b/new.json", "2026-02-01T00:00:00Z", 2.5)
+    out = tmp_path / "page.md"
+    assert report.main(["--results", str(tmp_path / "r"), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "2.5 x" in text and "(r/b/new.json)" in text
+    assert "1.5 x" not in text
+    assert report.main(["--results", str(tmp_path / "r"), "--out", str(out), "--check"]) == 0
+    _result(tmp_path / "r/b/newer.json", "2026-03-01T00:00:00Z", 3.5)
+    assert report.main(["--results", str(tmp_path / "r"), "--out", str(out), "--check"]) == 1
+
+
+def test_a_result_without_its_provenance_is_named_and_refused(tmp_path, capsys):
+    bad = tmp_path / "r/b/x.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(json.dumps({"benchmark": "b", "headline": []}))
+    assert report.main(["--results", str(tmp_path / "r"), "--out", str(tmp_path / "p.md")]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "commit" in err
+
+
+@pytest.mark.parametrize("field", ["commit", "hardware", "command"])
+def test_every_stored_result_names_its_commit_hardware_and_command(field):
+    for path in (ROOT / "benchmarks" / "results").glob("*/*.json"):
+        assert json.loads(path.read_text()).get(field), f"{path}: no {field}"
