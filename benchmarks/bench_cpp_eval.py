@@ -14,7 +14,6 @@ Run it with ``nice`` on a machine as quiet as you have; it prints the load avera
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -23,6 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from result_json import add_json_argument, headline, write_result
 from scipy.stats import spearmanr
 
 from maxcode.evaluate.compile import Compiler
@@ -140,7 +140,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=200, help="runs for the overhead measurement")
     ap.add_argument("--tests", type=int, default=3, help="tests per built-in problem")
-    ap.add_argument("--json", type=Path, help="also write the figures here")
+    add_json_argument(ap, "cpp-eval")
     args = ap.parse_args()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-cpp-eval-") as tmp:
@@ -216,8 +216,11 @@ def main() -> None:
             f"  {k:24s} {v['wall']:7.2f} {v['cpu_time']:9.2f} {v['instructions']:13.2f}"
             f" {v['cachegrind']:11.2f}"
         )
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2, default=str))
+    headlines = [
+        headline("sandbox overhead per run", round(overhead["overhead_ms"], 2), "ms"),
+        *(headline(f"cost per test case, {m}", round(c * 1e3, 1), "ms") for m, c in costs.items()),
+    ]
+    print("wrote", write_result("cpp-eval", figures, headlines, args.json))
 
 
 if __name__ == "__main__":

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import re
 import shutil
@@ -71,6 +70,9 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from public_candidates import kernel_files, problem_copy, round_robin
+from result_json import add_json_argument, headline, write_result
+
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR
 from maxcode.evaluate.cuda.evaluator import _Job
@@ -78,7 +80,6 @@ from maxcode.evaluate.cuda.figures import detect_cuda_arch
 from maxcode.tasks.kernelbench import load_problem_file
 from maxcode.tasks.model import Task
 
-_CANDIDATE = re.compile(r"level_(\d+)_problem_(\d+)_sample_0_kernel\.py$")
 _OFF = {"host_pch": False, "light_cuda_headers": False, "split": False, "light_host": False,
         "ahead": False, "wait_pch": True}  # fmt: skip
 VARIANTS = {
@@ -94,27 +95,17 @@ VARIANTS = {
 
 def real_candidates(kb: Path, limit: int) -> list[tuple[str, Task, str]]:
     """(label, task, source) of candidates that call load_inline, runs interleaved."""
-    problems = kb / "technoabsurdist" / "KernelBench"
-    if not problems.is_dir():
-        problems = kb / "KernelBench"
+    problems = problem_copy(kb)
     per_run = []
-    for run in sorted((kb / "runs").glob("*")):
+    for files in kernel_files(kb / "runs"):
         found = []
-        for path in sorted(run.glob("level_*_kernel.py")):
-            m = _CANDIDATE.search(path.name)
-            source = path.read_text(errors="replace")
-            if not m or "load_inline" not in source:
-                continue
-            level, problem = int(m.group(1)), int(m.group(2))
-            files = sorted((problems / f"level{level}").glob(f"{problem}_*.py"))
-            if files:
-                found.append((f"{run.name}/{path.name}", load_problem_file(files[0]), source))
+        for f in files:
+            source = f.source
+            hits = sorted((problems / f"level{f.level}").glob(f"{f.problem_id}_*.py"))
+            if "load_inline" in source and hits:
+                found.append((f.key, load_problem_file(hits[0]), source))
         per_run.append(found)
-    out = []
-    while len(out) < limit and any(per_run):
-        for found in per_run:
-            if found and len(out) < limit:
-                out.append(found.pop(0))
+    out = round_robin(per_run, limit)
     if not out:
         sys.exit(
             f"no load_inline candidates under {kb / 'runs'}; set --kb (or $KB) to the material"
@@ -372,7 +363,7 @@ def main() -> None:
         help="then run the last variant again into an empty cache that its evaluator prepares "
         "first (prepare_build_cache, timed alone), as a rollout or optimize does",
     )
-    ap.add_argument("--out", type=Path, help="write all records as JSON here")
+    add_json_argument(ap, "cuda-compile")
     args = ap.parse_args()
     arch = args.arch or detect_cuda_arch()
     if not arch:
@@ -407,8 +398,11 @@ def main() -> None:
             f"median per candidate: {a['variant']} {a['median_wall_s']} s -> "
             f"{b['variant']} {b['median_wall_s']} s ({a['median_wall_s'] / b['median_wall_s']:.2f}x)"
         )
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+    headlines = [
+        headline(f"compile wall per candidate, median, {r['variant']}", r["median_wall_s"], "s")
+        for r in results
+    ]
+    print("wrote", write_result("cuda-compile", results, headlines, args.json))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from cuda_candidates import VARIANTS, benchmark_set
+from result_json import add_json_argument, headline, write_result
 
 from maxcode.evaluate.cache import CachedEvaluator, EvalCache
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
@@ -371,7 +372,7 @@ def main() -> None:
     parser.add_argument(
         "--work", type=Path, default=None, help="scratch directory (default: a temporary one)"
     )
-    parser.add_argument("--json", type=Path, default=None, help="write all measured figures here")
+    add_json_argument(parser, "cuda-throughput, cuda-reference-baselines or cuda-eval-compile")
     parser.add_argument(
         "--sample", type=int, default=4, help="candidates in the one-at-a-time baseline"
     )
@@ -405,8 +406,29 @@ def main() -> None:
             out["baselines"] = section_baselines(
                 args.kernelbench_dir, args.timing_dir, args.hardware, args.problems
             )
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1, default=str))
+    names = {
+        "compile": "cuda-eval-compile",
+        "throughput": "cuda-throughput",
+        "baselines": "cuda-reference-baselines",
+    }
+    benchmark = names[args.section[0]] if len(set(args.section)) == 1 else "cuda-eval"
+    headlines = []
+    if "throughput" in out:
+        tp = out["throughput"]
+        headlines += [
+            headline("cold build cache", round(60 * tp["n"] / tp["cold_s"], 1), "candidates/min"),
+            headline(
+                "warm build cache (re-checked, re-timed)",
+                round(60 * tp["n"] / tp["warm_s"], 1),
+                "candidates/min",
+            ),
+            headline(
+                "run-to-run speedup difference, median (warm vs warm)",
+                round(100 * tp["median_speedup_diff_warm_runs"], 2),
+                "%",
+            ),
+        ]
+    print("wrote", write_result(benchmark, out, headlines, args.json))
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
 

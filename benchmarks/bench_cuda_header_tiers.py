@@ -38,6 +38,9 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from public_candidates import kernel_files, round_robin
+from result_json import add_json_argument, write_result
+
 from maxcode.evaluate.cuda.build import (
     HOST_ONLY_TIER,
     HOST_SPLIT_TIER,
@@ -112,19 +115,15 @@ def _split_reason(split: HostSplit | str) -> str:
 def candidates(kb: Path, limit: int) -> list[tuple[str, ExtensionSpec]]:
     """(label, spec) for the first ``limit`` load_inline calls, the runs interleaved."""
     per_run = []
-    for run in sorted((kb / "runs").glob("*")):
+    for files in kernel_files(kb / "runs"):
         found = []
-        for path in sorted(run.glob("level_*_kernel.py")):
+        for f in files:
             try:
-                found += [(f"{run.name}/{path.name}", s) for s in specs_in(path.read_text())]
+                found += [(f.key, s) for s in specs_in(f.source)]
             except (SyntaxError, ValueError) as err:
-                print(f"skipped {path}: {err}", file=sys.stderr)
+                print(f"skipped {f.path}: {err}", file=sys.stderr)
         per_run.append([f for f in found if f[1].with_cuda])
-    out: list[tuple[str, ExtensionSpec]] = []
-    while len(out) < limit and any(per_run):
-        for found in per_run:
-            if found and len(out) < limit:
-                out.append(found.pop(0))
+    out = round_robin(per_run, limit)
     if not out:
         sys.exit(f"no load_inline candidates under {kb / 'runs'}; set --kb (or $KB)")
     return out
@@ -259,7 +258,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="front-end runs at once")
     ap.add_argument("--arch", default="9.0", help="GPU arch the flags are written for")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per front-end run")
-    ap.add_argument("--out", type=Path, help="write every record as JSON here")
+    add_json_argument(ap, "cuda-header-tiers")
     ap.add_argument(
         "--compile",
         type=int,
@@ -300,8 +299,7 @@ def main() -> None:
                 if both is not None:
                     rec["compile"] = both
                     print(f"    {rec['candidate']} at {base}: {json.dumps(both)}", flush=True)
-    if args.out:
-        args.out.write_text(json.dumps(records, indent=1))
+    print("wrote", write_result("cuda-header-tiers", records, None, args.json))
     shares = Counter(r["reached"] for r in records)
     print(
         f"\n{len(records)} load_inline calls, {os.cpu_count()} cores, sandbox {cache.jail.level if cache.jail else 'none'}"
@@ -362,8 +360,7 @@ def split_check(items: list[tuple[str, ExtensionSpec]], args: argparse.Namespace
 
         with ThreadPoolExecutor(args.jobs) as pool:
             records = list(pool.map(one, items))
-    if args.out:
-        args.out.write_text(json.dumps(records, indent=1))
+    print("wrote", write_result("cuda-header-tiers", records, None, args.json))
     moved = [r for r in records if r["moved"]]
     print(
         f"\n{len(moved)}/{len(records)} load_inline calls compiled with their host functions in "

@@ -1,7 +1,7 @@
 """CUDA-L1's H100 candidates through CudaEvaluator: what we make of each technique class.
 
 Each candidate (``custom_code`` against its ``ref_code``, or ``--variant``) is classified
-statically (cuda_l1.py: CUDA graphs, stored output, TF32, cudnn.benchmark, custom kernel,
+statically (public_candidates.py: CUDA graphs, stored output, TF32, cudnn.benchmark, custom kernel,
 lower precision, torch.compile, torch rewrite), then evaluated. Prints, per primary class
 and per technique, the candidates' count, our verdicts, the check ids that rejected them,
 and our median speedup next to CUDA-L1's reported one. ``--dry-run`` prints only the
@@ -11,7 +11,6 @@ classes (no GPU). ``--set key=value`` overrides CudaEvalConfig fields; ``--json`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -24,8 +23,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_real_cuda import parse_overrides
-from cuda_l1 import PRIMARY_ORDER, VARIANTS, CudaL1Error, load_candidates, primary_class, techniques
-from real_candidates import CorpusError, first_line
+from public_candidates import (
+    CUDA_L1_VARIANTS,
+    PRIMARY_ORDER,
+    CorpusError,
+    first_line,
+    load_cuda_l1,
+    primary_class,
+    techniques,
+)
+from result_json import add_json_argument, write_result
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda.checks import static_findings
@@ -78,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--h100", type=Path, default=kb / "cuda-l1" / "optimized_cuda_code" / "h100.json"
     )
-    parser.add_argument("--variant", choices=VARIANTS, default="custom_code")
+    parser.add_argument("--variant", choices=CUDA_L1_VARIANTS, default="custom_code")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument(
         "-n",
@@ -100,24 +107,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only candidates that define a kernel of their own (pass the static no_custom_kernel check), so the dynamic checks decide them",
     )
-    parser.add_argument("--json", type=Path)
+    add_json_argument(parser, "cuda-l1")
     parser.add_argument("--dry-run", action="store_true", help="classify only; no GPU")
     args = parser.parse_args(argv)
     try:
-        cands = load_candidates(args.h100, args.variant, tuple(args.levels))
+        cands = load_cuda_l1(args.h100, args.variant, tuple(args.levels))
         config = CudaEvalConfig.from_dict(parse_overrides(args.set), origin="--set")
-    except (CudaL1Error, CorpusError, ValueError, TypeError) as err:
+    except (CorpusError, ValueError, TypeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.with_kernel:
-        cands = [c for c in cands if defines_a_kernel(c.code)]
+        cands = [c for c in cands if defines_a_kernel(c.source)]
     if args.n:
         cands = spread(cands, args.n)
     rows: list[dict[str, Any]] = [
         {
             "candidate": c.key,
-            "class": primary_class(c.code),
-            "techniques": techniques(c.code),
+            "class": primary_class(c.source),
+            "techniques": techniques(c.source),
             "score": c.score,
         }
         for c in cands
@@ -148,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             )
 
         with CudaEvaluator(config, cache) as ev:
-            ev.evaluate_items([(c.task(), c.code) for c in cands], on_result=on_result)
+            ev.evaluate_items([(c.task(), c.source) for c in cands], on_result=on_result)
         report["wall_s"] = round(time.monotonic() - t0, 1)
         report["config"] = config.to_dict()
     report["by_class"] = per_class_table(rows, "class")
@@ -157,9 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table(
         "per technique (a candidate counts under each technique it uses):", report["by_technique"]
     )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1, default=str))
+    if args.json or not args.dry_run:  # a dry run measures nothing: written only on request
+        print("wrote", write_result("cuda-l1", report, None, args.json))
     return 0
 
 
@@ -176,7 +182,7 @@ def spread(cands: list, n: int) -> list:
     """At most ``n`` candidates, round-robin over primary classes, in level/task order within each."""
     by_class: dict[str, list] = defaultdict(list)
     for c in cands:
-        by_class[primary_class(c.code)].append(c)
+        by_class[primary_class(c.source)].append(c)
     picked: list = []
     while len(picked) < n and any(by_class.values()):
         for name in CLASSES:

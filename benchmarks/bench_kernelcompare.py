@@ -17,12 +17,11 @@ import argparse
 import json
 import re
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from maxcode.records import atomic_write_json, code_version, hardware_fingerprint
+from result_json import add_json_argument, write_result
 
 # The report's cleaning step, reimplemented as the baseline: find a qualifier, then the
 # function head, then count braces (ignores comments, strings and the preprocessor).
@@ -157,10 +156,11 @@ def main(argv: list[str] | None = None) -> None:
     ex = sub.add_parser("extract")
     ex.add_argument("--tree", type=Path, action="append", required=True, help="source tree root")
     ex.add_argument("--repeats", type=int, default=5)
-    ex.add_argument("--out", type=Path, default=None, help="results JSON")
+    add_json_argument(ex, "kernelcompare-extract")
     tr = sub.add_parser("train")
     tr.add_argument("--pairs", type=Path, required=True)
-    tr.add_argument("--out", type=Path, required=True)
+    tr.add_argument("--out", type=Path, required=True, help="folder for the trained adapters")
+    add_json_argument(tr, "kernelcompare-train")
     tr.add_argument("--preset", choices=sorted(PRESETS), default="qwen1.5b")
     tr.add_argument("--vocab", type=int, default=4096, help="BPE vocabulary of the built model")
     tr.add_argument("--epochs", type=float, default=8.0)
@@ -172,17 +172,8 @@ def main(argv: list[str] | None = None) -> None:
     figures = (
         bench_extract(args.tree, args.repeats) if args.mode == "extract" else bench_train(args)
     )
-    record = {
-        "benchmark": f"kernelcompare-{args.mode}",
-        "figures": figures,
-        "hardware": hardware_fingerprint(),
-        "code_version": code_version(),
-        "argv": sys.argv[1:] if argv is None else argv,
-    }
-    print(json.dumps(record, indent=2))
-    out = args.out if args.mode == "extract" else args.out / "bench.json"
-    if out is not None:
-        atomic_write_json(out, record)
+    print(json.dumps(figures, indent=2))
+    print("wrote", write_result(f"kernelcompare-{args.mode}", figures, None, args.json))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import socket
 import subprocess
@@ -27,6 +26,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from result_json import add_json_argument, headline, write_result
 
 from maxcode.llm.backend import SamplingParams
 from maxcode.llm.cache import ResponseCache, cache_key
@@ -136,7 +137,7 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.05, help="server latency per call (s)")
     ap.add_argument("--hits", type=int, default=2000, help="cache hits to time")
     ap.add_argument("--calls", type=int, default=64, help="calls per concurrency level")
-    ap.add_argument("--json", type=Path, help="also write the figures and provenance here")
+    add_json_argument(ap, "llm-overhead")
     args = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "bench-key")
     with tempfile.TemporaryDirectory() as tmp, fake_server(0.0) as base_url:
@@ -161,14 +162,19 @@ def main() -> None:
         if "ideal_calls_per_s" in r:
             line += f"  (ideal {r['ideal_calls_per_s']:.0f}, efficiency {r['efficiency']:.2f})"
         print(line)
-    if args.json:
-        args.json.write_text(
-            json.dumps(
-                {"cache": hits, "throughput": rows, "provenance": provenance(vars(args))},
-                indent=2,
-                default=str,
-            )
+    figures = {"cache": hits, "throughput": rows, "provenance": provenance(vars(args))}
+    headlines = [
+        headline("LLMClient.complete answered from the cache", round(hits["hit_us"], 1), "us")
+    ]
+    headlines += [
+        headline(
+            f"calls/s, {r['in_flight']} in flight, {r['latency_s'] * 1e3:.0f} ms server latency",
+            round(r["calls_per_s"], 1),
         )
+        for r in rows
+        if r["in_flight"] == max(x["in_flight"] for x in rows)
+    ]
+    print("wrote", write_result("llm-overhead", figures, headlines, args.json))
 
 
 if __name__ == "__main__":

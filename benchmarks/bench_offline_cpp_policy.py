@@ -12,10 +12,11 @@ transformation sets keep the output correct, and the best speedup over slow.cpp.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
+
+from result_json import add_json_argument, headline, write_result
 
 from maxcode.critique.offline import OfflineCritic
 from maxcode.evaluate.cpp import CppEvalConfig, CppEvaluator
@@ -97,7 +98,7 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=4, help="search steps")
     parser.add_argument("--k", type=int, default=4, help="proposals per step")
     parser.add_argument("--problems", nargs="*", help="problem ids (default: all)")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
+    add_json_argument(parser, "offline-cpp-policy")
     args = parser.parse_args()
     print(f"hardware: {hardware_fingerprint()}")
     print(
@@ -113,10 +114,10 @@ def main() -> None:
         f"policy reaches >= 1.2x on {len(found)}/{len(rows)} problems; "
         f"fast.cpp median speedup {sorted(r['fast_speedup'] for r in rows)[len(rows) // 2]:.2f}x"
     )
-    if args.json:
-        args.json.write_text(
-            json.dumps({"hardware": hardware_fingerprint(), "rows": rows}, indent=2)
-        )
+    headlines = [
+        headline("problems where the offline policy reaches >= 1.2x", f"{len(found)}/{len(rows)}")
+    ]
+    print("wrote", write_result("offline-cpp-policy", {"rows": rows}, headlines, args.json))
 
 
 if __name__ == "__main__":

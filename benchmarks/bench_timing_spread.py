@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import statistics
 from multiprocessing import get_context
 from pathlib import Path
+
+from result_json import add_json_argument, headline, json_path, write_result
 
 from maxcode.evaluate.cuda.config import CudaEvalConfig
 from maxcode.evaluate.cuda.figures import nvidia_smi
@@ -142,8 +143,9 @@ def main() -> None:
         default=CudaEvalConfig().hold_us,
         help="shortest GPU spin before each call in `held` mode (default: the evaluator's)",
     )
-    parser.add_argument("--json", type=Path, default=None)
+    add_json_argument(parser, "cuda-timing-spread")
     args = parser.parse_args()
+    args.json = json_path(args.json, "cuda-timing-spread")
     if args.repeats < 2:
         parser.error("--repeats must be at least 2: the spread needs two measurements")
     tasks = {t.metadata["file_name"]: t for t in load_builtin_cuda()}
@@ -160,6 +162,7 @@ def main() -> None:
     )
     out: dict = {"cpu": cpu, "cpu_choice": why, "hold_us": [args.hold_us, max_us], "tasks": {}}
     per_process = {"fresh": {}, "pinned": {"cpu": cpu}, "held": {"hold": hold}}
+    headlines: list[dict] = []
     for name in args.tasks:
         reference = tasks[name].reference_source
         runs = {
@@ -176,6 +179,13 @@ def main() -> None:
         out["tasks"][name] = runs
         for mode, blocks in runs.items():
             eager = moves([b["eager"] for b in blocks])
+            headlines.append(
+                headline(
+                    f"{name}, {mode}: eager median moved between repeats",
+                    round(100 * eager["median_pair_diff"], 2),
+                    "%",
+                )
+            )
             ratio = moves([b["eager"] / b["copy"] for b in blocks])
             print(
                 f"{name:28s} {mode:6s} eager ms {min(b['eager'] for b in blocks):.4f}-{max(b['eager'] for b in blocks):.4f}"
@@ -183,8 +193,8 @@ def main() -> None:
                 f"  eager/copy moves {100 * ratio['median_pair_diff']:5.2f}% (max/min {100 * ratio['max_over_min']:5.2f}%)",
                 flush=True,
             )
-        if args.json:  # after every task, so a run cut short keeps what it measured
-            args.json.write_text(json.dumps(out, indent=1))
+        # after every task, so a run cut short keeps what it measured
+        write_result("cuda-timing-spread", out, headlines, args.json)
 
 
 if __name__ == "__main__":

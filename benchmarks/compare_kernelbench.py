@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import statistics
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from cuda_candidates import benchmark_set
+from result_json import add_json_argument, headline, json_path, write_result
 
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 
@@ -99,7 +99,7 @@ def main() -> None:
         default=None,
         help="our build cache (default: cold, under --work)",
     )
-    parser.add_argument("--json", type=Path, help="written after every candidate")
+    add_json_argument(parser, "cuda-vs-kernelbench")
     parser.add_argument(
         "--budget-s",
         type=float,
@@ -107,6 +107,7 @@ def main() -> None:
         help="stop KernelBench's evaluations after this many seconds of the whole run",
     )
     args = parser.parse_args()
+    args.json = json_path(args.json, "cuda-vs-kernelbench")
     start = time.monotonic()
     items = [(t, v, s) for t, v, s in benchmark_set(args.tasks) if v in args.variants]
     labels = [f"{t.metadata['file_name']}:{v}" for t, v, _ in items]
@@ -151,12 +152,11 @@ def main() -> None:
         )
         summary["rows"].append(_compare_row(label, o, k) | {"kb_seconds": time.monotonic() - t_one})
         summary["t_kb_eval"] = time.monotonic() - t
-        if args.json:  # after every candidate, so a run cut short keeps what it measured
-            args.json.write_text(json.dumps(summary, indent=1))
+        # after every candidate, so a run cut short keeps what it measured
+        write_result("cuda-vs-kernelbench", summary, _headlines(summary), args.json)
     t_kb_eval = time.monotonic() - t
     summary["t_kb_eval"] = t_kb_eval
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=1))
+    write_result("cuda-vs-kernelbench", summary, _headlines(summary), args.json)
     rows = summary["rows"]
     agree = sum(r["agree"] for r in rows)
     ratios = [r["ratio"] for r in rows if r["ratio"]]
@@ -170,6 +170,22 @@ def main() -> None:
         print(
             f"wall time for the same candidates: ours {t_ours:.1f} s vs KernelBench {t_pre + t_kb_eval:.1f} s ({(t_pre + t_kb_eval) / t_ours:.1f}x)"
         )
+
+
+def _headlines(summary: dict) -> list[dict]:
+    rows = summary["rows"]
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    out = [
+        headline(
+            "verdicts agreeing with KernelBench's harness",
+            f"{sum(r['agree'] for r in rows)}/{len(rows)}",
+        )
+    ]
+    if ratios:
+        out.append(
+            headline("median speedup ratio ours / KernelBench", round(statistics.median(ratios), 3))
+        )
+    return out
 
 
 KB_TIMEOUT_S = 180  # KernelBench's own per-sample limit in eval_from_generations.py

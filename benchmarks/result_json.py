@@ -75,6 +75,23 @@ def default_path(benchmark: str) -> Path:
     return RESULTS / benchmark / f"{stamp}-{commit().replace('+', '-')}.json"
 
 
+def add_json_argument(parser, benchmark: str) -> None:
+    """The ``--json PATH`` option every benchmark shares; without it the result still gets a file."""
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="write the figures with their commit, hardware and command here "
+        f"(default: a new file under benchmarks/results/{benchmark}/)",
+    )
+
+
+def json_path(path: Path | None, benchmark: str) -> Path:
+    """The file a run writes (and rewrites as it grows): ``path``, else a new default one."""
+    return path or default_path(benchmark)
+
+
 def write_result(
     benchmark: str, data: object, headlines: list[dict] | None = None, path: Path | None = None
 ) -> Path:

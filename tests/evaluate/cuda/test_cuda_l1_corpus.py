@@ -1,4 +1,4 @@
-"""CUDA-L1 set reader and static technique classes (benchmarks/cuda_l1.py), on rows written here."""
+"""CUDA-L1 set reader and static technique classes (benchmarks/public_candidates.py), on rows written here."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 from bench_cuda_l1 import main, per_class_table, spread
-from cuda_l1 import CudaL1Error, load_candidates, primary_class, read_rows, techniques
+from public_candidates import (
+    CorpusError,
+    load_cuda_l1,
+    primary_class,
+    read_cuda_l1_rows,
+    techniques,
+)
 
 REF = (
     "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
@@ -50,27 +56,27 @@ def h100(tmp_path: Path) -> Path:
 
 
 def test_reader_takes_objects_across_and_within_lines(h100: Path):
-    rows = read_rows(h100)
+    rows = read_cuda_l1_rows(h100)
     assert [(r["level_id"], r["task_id"]) for r in rows] == [(1, i) for i in range(1, 7)] + [
         (2, 1),
         (3, 7),
     ]
-    cands = load_candidates(h100)
+    cands = load_cuda_l1(h100)
     assert len(cands) == 7  # the row without custom_code is skipped
     assert cands[-1].key == "L3/T7" and cands[-1].score is None
     assert cands[0].task().task_id == "cuda-l1-L1-1" and cands[0].task().language == "cuda"
-    assert [c.score for c in load_candidates(h100, "cudnn_code", (1,))] == [1.1] * 6
+    assert [c.score for c in load_cuda_l1(h100, "cudnn_code", (1,))] == [1.1] * 6
 
 
 def test_bad_input_names_the_file_and_place(tmp_path: Path, h100: Path):
-    with pytest.raises(CudaL1Error, match="no such file"):
-        read_rows(tmp_path / "missing.json")
+    with pytest.raises(CorpusError, match="no such file"):
+        read_cuda_l1_rows(tmp_path / "missing.json")
     broken = tmp_path / "broken.json"
     broken.write_text(h100.read_text() + '{"level_id": 1,\n "task_id": \n')
-    with pytest.raises(CudaL1Error, match=r"broken\.json: line 1\d: not JSON"):
-        read_rows(broken)
-    with pytest.raises(CudaL1Error, match="variant 'x'"):
-        load_candidates(h100, "x")
+    with pytest.raises(CorpusError, match=r"broken\.json: line 1\d: not JSON"):
+        read_cuda_l1_rows(broken)
+    with pytest.raises(CorpusError, match="variant 'x'"):
+        load_cuda_l1(h100, "x")
     assert main(["--h100", str(tmp_path / "missing.json"), "--dry-run"]) == 2
 
 
@@ -87,9 +93,9 @@ def test_techniques_and_primary_class():
 
 
 def test_spread_and_per_class_table(h100: Path):
-    cands = load_candidates(h100)
+    cands = load_cuda_l1(h100)
     picked = spread(cands, 5)
-    assert len({primary_class(c.code) for c in picked}) == 5
+    assert len({primary_class(c.source) for c in picked}) == 5
     rows = [
         {
             "class": "custom kernel",

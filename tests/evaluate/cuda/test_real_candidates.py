@@ -1,4 +1,4 @@
-"""The real-candidate corpus reader (benchmarks/real_candidates.py) on a run folder written here."""
+"""The KernelBench run-folder reader (benchmarks/public_candidates.py) on a run folder written here."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from real_candidates import (
+from public_candidates import (
     CorpusError,
     Label,
     agrees,
@@ -284,9 +284,11 @@ def test_bench_only_keeps_the_named_candidates_and_rejects_unknown_keys(
     base = ["--runs-dir", str(corpus / "runs"), "--runs", "a_level1_run", "--problems"]
     base += [str(corpus / "problems"), "--dry-run", "-n", "4", "--json", str(tmp_path / "r.json")]
     assert main(base) == 0
-    keys = [row["candidate"] for row in json.loads((tmp_path / "r.json").read_text())["sample"]]
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert written["benchmark"] == "cuda-real-candidates" and written["commit"]
+    keys = [row["candidate"] for row in written["data"]["sample"]]
     assert main([*base, "--only", keys[2], keys[0]]) == 0
-    kept = json.loads((tmp_path / "r.json").read_text())["sample"]
+    kept = json.loads((tmp_path / "r.json").read_text())["data"]["sample"]
     assert [row["candidate"] for row in kept] == [keys[0], keys[2]]  # sample order, not argv's
     capsys.readouterr()
     assert main([*base, "--only", keys[0], "a_level1_run/L1/P99"]) == 2

@@ -1,12 +1,27 @@
-"""Real LLM-written KernelBench candidates with the verdicts KernelBench's own harness gave them.
+"""Public candidate sets, read one way: KernelBench run folders (with their harness's labels) and
+CUDA-L1's published H100 set (with its reported speedups).
 
-A run folder (KernelBench's ``runs/<run>/`` layout, as published by technoabsurdist/KernelBench)
-holds ``level_<L>_problem_<P>_sample_0_kernel.py`` files and ``eval_results.json``: per problem
-id, ``compiled``, ``correctness``, ``runtime`` and ``metadata`` (``hardware``,
-``compilation_error``, ``runtime_error``, ``cuda_error``, ``correctness_issue``). The problems
-are read from the copy the run used (``--problems``), and each is compared with an upstream
-KernelBench copy (``--upstream``) so a table can say which problems differ. Nothing here is
-part of the project: point the paths (or ``$KB``) at a local copy, never commit it.
+Every candidate type here has the same small interface: ``key`` (a stable name), ``source``
+(the candidate's code), ``task()`` (its problem as a :class:`~maxcode.tasks.model.Task`), and
+its published label (``RealCandidate.label``: KernelBench's verdict; ``CudaL1Candidate.score``:
+CUDA-L1's reported speedup). ``kernel_files`` lists a run folder's candidates without labels,
+for the compile benchmarks. Nothing read here is part of the project: point the paths (or
+``$KB``) at a local copy, never commit it. Errors are :class:`CorpusError`, one line naming the
+path and the fix.
+
+**KernelBench runs.** A run folder (KernelBench's ``runs/<run>/`` layout, as published by
+technoabsurdist/KernelBench) holds ``level_<L>_problem_<P>_sample_0_kernel.py`` files and
+``eval_results.json``: per problem id, ``compiled``, ``correctness``, ``runtime`` and ``metadata``
+(``hardware``, ``compilation_error``, ``runtime_error``, ``cuda_error``, ``correctness_issue``).
+The problems are read from the copy the run used (``--problems``), and each is compared with an
+upstream KernelBench copy (``--upstream``) so a table can say which problems differ.
+
+**CUDA-L1.** ``optimized_cuda_code/h100.json`` holds one JSON object per task (``level_id``,
+``task_id``, ``ref_code``, ``custom_code``, ``cuda_graph_code``, ``cudnn_code``, ``score_*``),
+read as a stream of JSON values, so an object split over several lines, or several objects on
+one line, reads the same. Most of its "kernels" are not kernels: ``techniques`` and
+``primary_class`` name what a candidate does, found from its source before it runs; the
+evaluator's verdict then says what we make of each.
 """
 
 from __future__ import annotations
@@ -17,9 +32,12 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from maxcode.tasks.kernelbench import load_problem_file
 from maxcode.tasks.model import Task
+
+T = TypeVar("T")
 
 VERDICTS = ("compile_error", "runtime_error", "wrong_answer", "ok")
 """Label classes, in the order tables print them (KernelBench reports no timeout or rejection)."""
@@ -149,6 +167,54 @@ def load_run(run_dir: Path, problems: Path, upstream: Path | None = None) -> lis
             )
         )
     return sorted(out, key=lambda c: (c.level, c.problem_id))
+
+
+@dataclass(frozen=True)
+class KernelFile:
+    """One generated candidate of a run folder, labelled or not."""
+
+    run: str
+    level: int
+    problem_id: int
+    path: Path
+
+    @property
+    def key(self) -> str:
+        return f"{self.run}/{self.path.name}"
+
+    @property
+    def source(self) -> str:
+        return self.path.read_text(errors="replace")
+
+
+def kernel_files(runs_root: Path) -> list[list[KernelFile]]:
+    """Per run folder (by name), its sample-0 kernel files (by name); labels are not read."""
+    per_run = []
+    for run in sorted(p for p in Path(runs_root).glob("*") if p.is_dir()):
+        files = []
+        for path in sorted(run.glob("level_*_kernel.py")):
+            m = KERNEL_RE.match(path.name)
+            if m and int(m.group(3)) == 0:
+                files.append(KernelFile(run.name, int(m.group(1)), int(m.group(2)), path))
+        per_run.append(files)
+    return per_run
+
+
+def round_robin(per_run: list[list[T]], limit: int) -> list[T]:
+    """Up to ``limit`` items taken from each list in turn, so any prefix mixes the runs."""
+    queues = [list(items) for items in per_run]
+    out: list[T] = []
+    while len(out) < limit and any(queues):
+        for queue in queues:
+            if queue and len(out) < limit:
+                out.append(queue.pop(0))
+    return out
+
+
+def problem_copy(kb: Path) -> Path:
+    """The problem copy the public runs used (``$KB/technoabsurdist/KernelBench``), else upstream."""
+    used = Path(kb) / "technoabsurdist" / "KernelBench"
+    return used if used.is_dir() else Path(kb) / "KernelBench"
 
 
 def problem_path(problems: Path, level: int, problem_id: int) -> Path:
@@ -303,3 +369,152 @@ def disagreement_cause(problem_source: str, label: Label, status: str, reason: s
             if our_atol < LABEL_ATOL and max_abs <= LABEL_ATOL:
                 return "tolerance version"
     return "other"
+
+
+# CUDA-L1's published H100 set
+
+CUDA_L1_VARIANTS = ("custom_code", "cuda_graph_code", "cudnn_code")
+
+
+@dataclass(frozen=True)
+class CudaL1Candidate:
+    level: int
+    task_id: int
+    reference: str
+    source: str  # the chosen variant's code
+    score: float | None  # CUDA-L1's reported speedup of this variant on its H100
+
+    @property
+    def key(self) -> str:
+        return f"L{self.level}/T{self.task_id}"
+
+    def task(self) -> Task:
+        return Task(
+            task_id=f"cuda-l1-L{self.level}-{self.task_id}",
+            suite="cuda-l1",
+            language="cuda",
+            reference_source=self.reference,
+            tags=(f"level{self.level}",),
+            metadata={
+                "level": self.level,
+                "problem_id": self.task_id,
+                "file_name": f"{self.task_id}.py",
+            },
+        )
+
+
+SCORE_OF = {
+    "custom_code": "score_default",
+    "cuda_graph_code": "score_cuda_graph",
+    "cudnn_code": "score_cudnn",
+}
+
+
+def read_cuda_l1_rows(path: Path) -> list[dict]:
+    """Every JSON object in the file, whatever the line breaks between or inside them."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(
+            f"{path}: no such file; point --h100 at CUDA-L1's optimized_cuda_code/h100.json"
+        )
+    text = path.read_text()
+    decoder = json.JSONDecoder()
+    rows, pos = [], 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos == len(text):
+            return rows
+        try:
+            row, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as err:
+            line = text.count("\n", 0, err.pos) + 1
+            raise CorpusError(f"{path}: line {line}: not JSON ({err.msg})") from err
+        if not isinstance(row, dict):
+            raise CorpusError(f"{path}: value {len(rows) + 1} is not an object")
+        rows.append(row)
+
+
+def load_cuda_l1(
+    path: Path, variant: str = "custom_code", levels: tuple[int, ...] = (1, 2, 3)
+) -> list[CudaL1Candidate]:
+    """Rows with code in ``variant``, sorted by level and task; rows without it are skipped."""
+    if variant not in CUDA_L1_VARIANTS:
+        raise CorpusError(f"variant {variant!r}: choose one of {CUDA_L1_VARIANTS}")
+    out = []
+    for i, row in enumerate(read_cuda_l1_rows(path), start=1):
+        missing = [k for k in ("level_id", "task_id", "ref_code") if k not in row]
+        if missing:
+            raise CorpusError(f"{path}: object {i} lacks {missing}")
+        if row["level_id"] not in levels or not row.get(variant):
+            continue
+        score = row.get(SCORE_OF[variant])
+        out.append(
+            CudaL1Candidate(
+                level=int(row["level_id"]),
+                task_id=int(row["task_id"]),
+                reference=row["ref_code"],
+                source=row[variant],
+                score=float(score) if isinstance(score, int | float) else None,
+            )
+        )
+    return sorted(out, key=lambda c: (c.level, c.task_id))
+
+
+# Each technique: a pattern over the candidate's source, and why it matters to a reward.
+TECHNIQUES: dict[str, tuple[re.Pattern[str], str]] = {
+    "stored output": (
+        re.compile(r"^\s*return\s+self\.(?!_?(shape|dtype|device)\b)\w+\s*$", re.M),
+        "returns a tensor kept on the module: result caching unless every call rewrites it (then it is an output buffer that aliases across calls)",
+    ),
+    "cuda graphs": (
+        re.compile(
+            r"torch\.cuda\.CUDAGraph|torch\.cuda\.graph\(|make_graphed_callables|reduce-overhead"
+        ),
+        "replays recorded launches: legitimate when the replay does the real work on the call's inputs",
+    ),
+    "tf32": (
+        re.compile(
+            r"allow_tf32\s*=\s*True|set_float32_matmul_precision\(\s*['\"](high|medium)['\"]"
+        ),
+        "lowers matmul/conv precision for every op in the process, the reference's too",
+    ),
+    "cudnn.benchmark": (
+        re.compile(r"cudnn\.benchmark\s*=\s*True"),
+        "a global flag that also speeds up the reference's convolutions when set in the same process",
+    ),
+    "lower precision": (
+        re.compile(r"\.half\(\)|torch\.(float16|bfloat16)|autocast"),
+        "computes in fp16/bf16 where the reference is fp32",
+    ),
+    "custom kernel": (
+        re.compile(r"load_inline|cpp_extension|@triton\.jit|__global__|RawKernel"),
+        "builds a kernel of its own",
+    ),
+    "torch.compile/jit": (
+        re.compile(r"torch\.compile\(|torch\.jit\.(script|trace)"),
+        "hands the work to torch's compilers",
+    ),
+}
+PRIMARY_ORDER = (
+    "cuda graphs",
+    "stored output",
+    "tf32",
+    "cudnn.benchmark",
+    "custom kernel",
+    "lower precision",
+    "torch.compile/jit",
+)
+"""A candidate's primary class is the first of its techniques in this order (the one that most
+decides what its reported speedup means; a graph replays into a stored output by design, so
+graphs come first); 'torch rewrite' when it uses none. The classes are static and heuristic:
+what the candidate does at run time is for the evaluator's checks to say."""
+
+
+def techniques(source: str) -> list[str]:
+    return [name for name in PRIMARY_ORDER if TECHNIQUES[name][0].search(source)]
+
+
+def primary_class(source: str) -> str:
+    found = techniques(source)
+    return found[0] if found else "torch rewrite"
