@@ -1,11 +1,8 @@
 """Benchmarks of the CUDA evaluator (run on a GPU machine; every figure measured in this run).
 
-Sections (``--section``, repeatable):
+Sections (``--section``, repeatable); compile time is ``bench_cuda_compile.py``'s, on real
+candidates, against torch's own ``load_inline`` in the same run:
 
-* ``compile``: where a candidate's compile time goes. One KernelBench-style candidate
-  (the ``.cu`` includes ``torch/extension.h``) built by torch's own ``load_inline`` and
-  by our build cache with each speed-up switched on in turn; prints seconds and the
-  ratio against ``load_inline`` measured in the same run.
 * ``throughput``: the generated candidate set (correct, wrong, compile errors, slow,
   fast) evaluated with a cold then a warm build cache (re-checked and re-timed on the
   GPU), then replayed from the evaluation cache; candidates/minute, compile and
@@ -24,11 +21,9 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -38,107 +33,7 @@ from result_json import add_json_argument, headline, write_result
 
 from maxcode.evaluate.cache import CachedEvaluator, EvalCache
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
-from maxcode.evaluate.cuda.build import BuildCache, ExtensionSpec
 from maxcode.evaluate.cuda.figures import detect_cuda_arch, nvidia_smi
-
-KB_STYLE_CUDA = r"""
-#include <torch/extension.h>
-#include <cuda_runtime.h>
-__global__ void elementwise_add_kernel(const float* a, const float* b, float* out, int size) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < size) out[idx] = a[idx] + b[idx];
-}
-torch::Tensor elementwise_add_cuda(torch::Tensor a, torch::Tensor b) {
-    auto size = a.numel();
-    auto out = torch::zeros_like(a);
-    elementwise_add_kernel<<<(size + 255) / 256, 256>>>(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), size);
-    return out;
-}
-"""
-KB_STYLE_CPP = "torch::Tensor elementwise_add_cuda(torch::Tensor a, torch::Tensor b);"
-
-
-def _spec(tag: str) -> ExtensionSpec:
-    return ExtensionSpec.from_load_inline(
-        name="elementwise_add",
-        cpp_sources=KB_STYLE_CPP,
-        cuda_sources=KB_STYLE_CUDA + f"// {tag}\n",
-        functions=["elementwise_add_cuda"],
-    )
-
-
-def _torch_load_inline_seconds(workdir: Path) -> float:
-    """torch's load_inline in a fresh process and build directory (what KernelBench's harness does)."""
-    code = (
-        "import time, torch\nfrom torch.utils.cpp_extension import load_inline\n"
-        f"t = time.monotonic()\nload_inline(name='elementwise_add', cpp_sources={KB_STYLE_CPP!r}, cuda_sources={KB_STYLE_CUDA!r}, "
-        f"functions=['elementwise_add_cuda'], build_directory={str(workdir)!r})\nprint(time.monotonic() - t)\n"
-    )
-    workdir.mkdir(parents=True)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
-
-
-def section_compile(arch: str, work: Path) -> dict:
-    print("\n== compile: one KernelBench-style candidate (.cu includes torch/extension.h) ==")
-    variants = {
-        "ours: no PCH, full headers": (False, False),
-        "ours: PCH + light headers (incl. building PCH)": (True, True),
-    }
-
-    def build(label: str) -> dict:
-        pch, light = variants[label]
-        cache = BuildCache(
-            work / label.split(":")[1].strip().replace(" ", "_"),
-            arch,
-            host_pch=pch,
-            light_cuda_headers=light,
-        )
-        t = time.monotonic()
-        out = cache.build(_spec(label))
-        return {
-            "seconds": round(time.monotonic() - t, 2),
-            "steps": out.steps,
-            "ok": out.ok,
-            "cuda_headers": out.cuda_headers,
-        }
-
-    rows: dict[str, dict] = {}
-
-    def show(label: str) -> None:
-        row = rows[label]
-        base = rows.get("torch load_inline (default)", {}).get("seconds")
-        ratio = (
-            f"{base / row['seconds']:8.1f}x vs load_inline" if base and row["seconds"] > 0 else ""
-        )
-        print(f"{label:62s} {row['seconds']:9.3f} s  {ratio}  {row.get('steps', '')}", flush=True)
-
-    # three independent single-candidate builds at once (each uses 2-3 of the cores)
-    with ThreadPoolExecutor(3) as pool:
-        torch_future = pool.submit(_torch_load_inline_seconds, work / "torch")
-        futures = {label: pool.submit(build, label) for label in variants}
-        rows["torch load_inline (default)"] = {"seconds": torch_future.result()}
-        show("torch load_inline (default)")
-        for label, fut in futures.items():
-            rows[label] = fut.result()
-            show(label)
-    warm_pch = BuildCache(
-        work / "PCH_+_light_headers_(incl._building_PCH)",
-        arch,
-        host_pch=True,
-        light_cuda_headers=True,
-    )
-    label = "ours: PCH + light headers, PCH already built (steady state)"
-    t = time.monotonic()
-    out = warm_pch.build(_spec("second candidate"))
-    rows[label] = {"seconds": round(time.monotonic() - t, 2), "steps": out.steps, "ok": out.ok}
-    show(label)
-    label = "ours: identical candidate again (cache hit)"
-    t = time.monotonic()
-    warm_pch.build(_spec("second candidate"))
-    rows[label] = {"seconds": round(time.monotonic() - t, 4)}
-    show(label)
-    return rows
 
 
 def _progress(run: str, labels: list[str], start: float):
@@ -367,12 +262,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--section", action="append", choices=["compile", "throughput", "baselines"], required=True
+        "--section", action="append", choices=["throughput", "baselines"], required=True
     )
     parser.add_argument(
         "--work", type=Path, default=None, help="scratch directory (default: a temporary one)"
     )
-    add_json_argument(parser, "cuda-throughput, cuda-reference-baselines or cuda-eval-compile")
+    add_json_argument(parser, "cuda-throughput or cuda-reference-baselines")
     parser.add_argument(
         "--sample", type=int, default=4, help="candidates in the one-at-a-time baseline"
     )
@@ -398,16 +293,13 @@ def main() -> None:
     )
     out: dict = {"machine": smi, "cpus": os.cpu_count()}
     for section in args.section:
-        if section == "compile":
-            out["compile"] = section_compile(arch, work / "compile")
-        elif section == "throughput":
+        if section == "throughput":
             out["throughput"] = section_throughput(work, args.sample, None, args.tasks)
         elif section == "baselines":
             out["baselines"] = section_baselines(
                 args.kernelbench_dir, args.timing_dir, args.hardware, args.problems
             )
     names = {
-        "compile": "cuda-eval-compile",
         "throughput": "cuda-throughput",
         "baselines": "cuda-reference-baselines",
     }

@@ -17,11 +17,9 @@ problems the policy supports (CPU-side analysis, as bench_offline_cuda_coverage.
 the problem sizes the files ship with. Aggregates then also give, per level, the median
 and geometric-mean speedup and the share above 1.0.
 
-Time on one GPU: compiles run on every core (about 30 s of nvcc per candidate), GPU
-evaluations one after another (correctness trials, shape check, eager and torch.compile
-timing). Measured on an H200 with 16 cores and cold caches: 6 tasks, depth 2, k 2
-(20 candidates) took 229 s. The defaults allow 14 supported tasks x 3 x 3 = 126
-candidates; --wall-budget-s stops every search from starting a step after that many
+Time on one GPU: compiles run on every core, GPU evaluations one after another (correctness
+trials, shape check, eager and torch.compile timing). The defaults allow 14 supported tasks x
+3 x 3 = 126 candidates; --wall-budget-s stops every search from starting a step after that many
 seconds, so the run ends in about that time plus one step (each row records how many
 steps ran).
 """

@@ -1,8 +1,8 @@
 """Where the run-to-run spread of CUDA timings comes from (run on a GPU machine).
 
 Timed without a GPU hold, as KernelBench times, the throughput benchmark's speedups moved by
-a median of 4-5% between runs of the same code on the H100, with the reference's own median
-moving 9-12%. This separates the suspects. For each built-in task, the eager ``Model`` and a
+several percent between runs of the same code, the reference's own median too. This separates
+the suspects. For each built-in task, the eager ``Model`` and a
 deep copy of it (identical work, so their ratio should be 1.0) are timed with the evaluator's
 own timer (``time_interleaved``, ``CudaEvalConfig`` defaults: warm-up, L2 flush, at least 100
 rounds and about 1 s), ``R`` times in each of four modes, the first three without a hold:

@@ -16,7 +16,8 @@
 # steps by name, e.g. STEPS="gpu-tests-evaluator optimize"; default: all of
 # gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b
 # real-cuda kernelbench-harness cuda-l1
-# baselines offline-cuda-policy optimize gpu-preset. Every step fits a 600 s limit on an H100 box (16 cores).
+# baselines offline-cuda-policy optimize gpu-preset. Each step is sized for a 600 s limit on an
+# H100 80GB with 16 cores.
 set -uo pipefail
 out="${1:?usage: benchmarks/run_gpu_checks.sh OUT [KERNELBENCH_SRC]}"
 kb_src="${2:-}"
@@ -49,7 +50,7 @@ step throughput 590 python3 benchmarks/bench_cuda_eval.py --section throughput -
   --sample 2 --work "$out/.work" --json "$out/throughput.json"
 step timing-spread 590 python3 benchmarks/bench_timing_spread.py --repeats 5 --json "$out/timing_spread.json"
 if [ -n "$kb_src" ]; then
-  # In two halves: on the H100 box each took about 300-330 s (ours cold, KernelBench's parallel
+  # In two halves, each sized for the 600 s limit (ours cold, KernelBench's parallel
   # pre-compile of 16 candidates, then a fresh process per KernelBench evaluation).
   half_a="1_Scaled_vector_add.py 2_GELU_tanh.py 3_Row_sum.py 5_Softmax.py"
   half_b="6_LayerNorm.py 8_Square_matmul.py 1_Linear_ReLU_BiasAdd.py 4_Residual_LayerNorm.py"
