@@ -94,7 +94,7 @@ SLOT_STAGE = "in a GPU slot (wall)"
 INPUTS_AHEAD_STAGE = "waiting for inputs made ahead"
 INPUTS_HELD_STAGE = "queued while its inputs were made ahead"
 LARGE_PEAK_MB = 15_000.0
-"""Candidates peaking above this are the multi-GB level-1 problems (runs M-P: 14 of the 64)."""
+"""Candidates peaking above this are the multi-GB level-1 problems (14 of the default 64-candidate sample)."""
 
 
 def slot_occupancy(rows: list[dict[str, Any]], slots: int) -> dict[str, Any] | None:
