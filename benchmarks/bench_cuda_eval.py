@@ -12,6 +12,13 @@ candidates, against torch's own ``load_inline`` in the same run:
   run.
 * ``baselines``: our eager and torch.compile timings of KernelBench problems next to
   KernelBench's published H100 numbers (``--kernelbench-dir``, ``--timing-dir``).
+* ``kernelbench``: KernelBench's own harness (``--kb-src``, see ``kernelbench_harness.py``)
+  beside ours on the same generated candidates: verdict agreement and the ratio of speedups,
+  each row printed as KernelBench finishes it; ``--budget-s`` stops KernelBench's evaluations
+  before a time limit.
+
+Each section writes its own benchmark (``cuda-throughput``, ``cuda-reference-baselines``,
+``cuda-vs-kernelbench``; several at once: ``cuda-eval``).
 """
 
 from __future__ import annotations
@@ -24,12 +31,15 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from cuda_candidates import VARIANTS, benchmark_set
-from result_json import add_json_argument, headline, write_result
+from kernelbench_harness import precompile, verdict_in_fresh_process
+from result_json import add_json_argument, headline, json_path, write_result
 
 from maxcode.evaluate.cache import CachedEvaluator, EvalCache
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
@@ -257,17 +267,111 @@ def section_baselines(
     return rows
 
 
+def _ours_category(status: str) -> str:
+    return {"ok": "correct", "wrong_answer": "incorrect", "compile_error": "compile_error"}.get(
+        status, status
+    )
+
+
+def section_kernelbench(args: argparse.Namespace, work: Path, summary: dict, save) -> dict:
+    """KernelBench's own harness beside ours on the hand-written set: verdicts and speedups side
+    by side (``save()`` after every candidate, so a run cut short keeps what it measured)."""
+    start = time.monotonic()
+    items = [(t, v, s) for t, v, s in benchmark_set(args.tasks) if v in args.variants]
+    labels = [f"{t.metadata['file_name']}:{v}" for t, v, _ in items]
+    print(f"{len(items)} candidates")
+    t = time.monotonic()
+    with CudaEvaluator(CudaEvalConfig(), args.ours_cache or work / "ours") as ev:
+        ours = ev.evaluate_items([(task, src) for task, _, src in items])
+    t_ours = time.monotonic() - t
+    cache_state = "given build cache" if args.ours_cache else "cold build cache"
+    print(f"ours: {t_ours:.1f} s total ({cache_state}, compile + evaluate)", flush=True)
+
+    dirs = [str(work / "kb" / f"c{i}") for i in range(len(items))]
+    t = time.monotonic()
+    with ProcessPoolExecutor(os.cpu_count(), mp_context=get_context("spawn")) as pool:
+        pre = list(
+            pool.map(
+                precompile,
+                [(str(args.kb_src), src, d) for (_, _, src), d in zip(items, dirs, strict=True)],
+            )
+        )
+    t_pre = time.monotonic() - t
+    print(
+        f"KernelBench: parallel pre-compile ({os.cpu_count()} processes) {t_pre:.1f} s", flush=True
+    )
+    summary.update({"n": len(items), "t_ours": t_ours, "t_kb_precompile": t_pre, "rows": []})
+    t = time.monotonic()
+    for label, (task, _, src), d, (ok, err), o in zip(labels, items, dirs, pre, ours, strict=True):
+        if time.monotonic() - start > args.budget_s:
+            print(f"budget of {args.budget_s:.0f} s reached: KernelBench did not evaluate the rest")
+            break
+        t_one = time.monotonic()
+        k = (
+            verdict_in_fresh_process(str(args.kb_src), task.reference_source, src, d)
+            if ok
+            else {"category": "compile_error", "speedup": None, "detail": err[:200]}
+        )
+        summary["rows"].append(_compare_row(label, o, k) | {"kb_seconds": time.monotonic() - t_one})
+        summary["t_kb_eval"] = time.monotonic() - t
+        save()
+    t_kb_eval = time.monotonic() - t
+    summary["t_kb_eval"] = t_kb_eval
+    rows = summary["rows"]
+    agree = sum(r["agree"] for r in rows)
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    print(f"KernelBench: {t_kb_eval:.1f} s evaluation, one candidate after another")
+    print(f"verdict agreement: {agree}/{len(rows)} (of {len(items)} candidates)")
+    if ratios:
+        print(
+            f"speedup ratio ours/KB over {len(ratios)} correct candidates: median "
+            f"{statistics.median(ratios):.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}"
+        )
+    if len(rows) == len(items):
+        print(
+            f"wall time for the same candidates: ours {t_ours:.1f} s vs KernelBench "
+            f"{t_pre + t_kb_eval:.1f} s ({(t_pre + t_kb_eval) / t_ours:.1f}x)"
+        )
+    return summary
+
+
+def _compare_row(label: str, ours, kb: dict) -> dict:
+    """One candidate's verdicts and speedups side by side, printed as it is made."""
+    agree = _ours_category(ours.status.value) == kb["category"]
+    ratio = ours.speedup / kb["speedup"] if ours.speedup and kb["speedup"] else None
+    mark = "" if agree else "   <-- DISAGREE: " + (ours.reason or kb.get("detail", ""))[:120]
+    ours_s = f"{ours.speedup:7.3f}" if ours.speedup else "      -"
+    kb_s = f"{kb['speedup']:7.3f}" if kb["speedup"] else "      -"
+    print(
+        f"{label:36s} ours {ours.status.value:14s} {ours_s}   KB {kb['category']:13s} {kb_s}{mark}",
+        flush=True,
+    )
+    return {
+        "candidate": label,
+        "ours": ours.status.value,
+        "kernelbench": kb["category"],
+        "ours_speedup": ours.speedup,
+        "kb_speedup": kb["speedup"],
+        "kb_runtime_ms": kb.get("runtime"),
+        "kb_ref_runtime_ms": kb.get("ref_runtime"),
+        "kb_runtime_stats": kb.get("runtime_stats"),
+        "kb_ref_runtime_stats": kb.get("ref_runtime_stats"),
+        "ratio": ratio,
+        "agree": agree,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--section", action="append", choices=["throughput", "baselines"], required=True
+        "--section", action="append", choices=list(SECTIONS), required=True, help="repeatable"
     )
     parser.add_argument(
         "--work", type=Path, default=None, help="scratch directory (default: a temporary one)"
     )
-    add_json_argument(parser, "cuda-throughput or cuda-reference-baselines")
+    add_json_argument(parser, "<section's benchmark>")
     parser.add_argument(
         "--sample", type=int, default=4, help="candidates in the one-at-a-time baseline"
     )
@@ -282,9 +386,26 @@ def main() -> None:
     parser.add_argument(
         "--tasks", nargs="+", default=None, help="built-in task files (default: all templated)"
     )
-    parser.add_argument("--hardware", default="H100_Modal")
-    parser.add_argument("--problems", nargs="*", default=[])
+    parser.add_argument("--hardware", default="H100_Modal", help="published timings' folder name")
+    parser.add_argument("--problems", nargs="*", default=[], help="baselines: problem files")
+    parser.add_argument("--kb-src", type=Path, help="kernelbench: a KernelBench checkout's src/")
+    parser.add_argument(
+        "--variants", nargs="+", default=list(VARIANTS), help="kernelbench: candidate variants"
+    )
+    parser.add_argument(
+        "--ours-cache", type=Path, help="kernelbench: our build cache (default: cold, under --work)"
+    )
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=float("inf"),
+        help="kernelbench: stop KernelBench's evaluations after this many seconds of the section",
+    )
     args = parser.parse_args()
+    if "kernelbench" in args.section and args.kb_src is None:
+        parser.error("--section kernelbench needs --kb-src (a KernelBench checkout's src/)")
+    benchmark = SECTIONS[args.section[0]] if len(set(args.section)) == 1 else "cuda-eval"
+    args.json = json_path(args.json, benchmark)
     work = args.work or Path(tempfile.mkdtemp(prefix="maxcode-bench-"))
     arch = detect_cuda_arch()
     smi = nvidia_smi()
@@ -292,6 +413,10 @@ def main() -> None:
         f"machine: {smi.get('name')} driver {smi.get('driver_version')} arch {arch}, {os.cpu_count()} CPUs"
     )
     out: dict = {"machine": smi, "cpus": os.cpu_count()}
+
+    def save() -> None:
+        write_result(benchmark, out, _headlines(out), args.json)
+
     for section in args.section:
         if section == "throughput":
             out["throughput"] = section_throughput(work, args.sample, None, args.tasks)
@@ -299,11 +424,23 @@ def main() -> None:
             out["baselines"] = section_baselines(
                 args.kernelbench_dir, args.timing_dir, args.hardware, args.problems
             )
-    names = {
-        "throughput": "cuda-throughput",
-        "baselines": "cuda-reference-baselines",
-    }
-    benchmark = names[args.section[0]] if len(set(args.section)) == 1 else "cuda-eval"
+        elif section == "kernelbench":
+            out["kernelbench"] = {}
+            section_kernelbench(args, work / "kernelbench", out["kernelbench"], save)
+    save()
+    print("wrote", args.json)
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+SECTIONS = {
+    "throughput": "cuda-throughput",
+    "baselines": "cuda-reference-baselines",
+    "kernelbench": "cuda-vs-kernelbench",
+}
+
+
+def _headlines(out: dict) -> list[dict]:
     headlines = []
     if "throughput" in out:
         tp = out["throughput"]
@@ -320,9 +457,20 @@ def main() -> None:
                 "%",
             ),
         ]
-    print("wrote", write_result(benchmark, out, headlines, args.json))
-    if args.work is None:
-        shutil.rmtree(work, ignore_errors=True)
+    rows = out.get("kernelbench", {}).get("rows", [])
+    if rows:
+        agree = sum(r["agree"] for r in rows)
+        headlines.append(
+            headline("verdicts agreeing with KernelBench's harness", f"{agree}/{len(rows)}")
+        )
+        ratios = [r["ratio"] for r in rows if r["ratio"]]
+        if ratios:
+            headlines.append(
+                headline(
+                    "median speedup ratio ours / KernelBench", round(statistics.median(ratios), 3)
+                )
+            )
+    return headlines
 
 
 if __name__ == "__main__":

@@ -435,7 +435,7 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    from compare_kernelbench import _kb_precompile
+    from kernelbench_harness import precompile
 
     chosen = sample[: args.kb_n]
     args.work.mkdir(parents=True, exist_ok=True)
@@ -445,7 +445,7 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
     with ProcessPoolExecutor(os.cpu_count(), mp_context=get_context("spawn")) as pool:
         pre = list(
             pool.map(
-                _kb_precompile,
+                precompile,
                 [(str(args.kb_src), c.source, d) for c, d in zip(chosen, dirs, strict=True)],
             )
         )
@@ -506,10 +506,10 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
 
 def _check_kernelbench_imports(kb_src: Path) -> None:
     """Fail before any work, in one line, when KernelBench's harness cannot be imported here."""
-    from compare_kernelbench import _import_kernelbench
+    from kernelbench_harness import import_kernelbench
 
     try:
-        _import_kernelbench(kb_src)
+        import_kernelbench(kb_src)
     except ImportError as err:
         raise CorpusError(
             f"--kb-src {kb_src}: KernelBench's harness cannot be imported here ({err}); install what it names"
@@ -519,10 +519,10 @@ def _check_kernelbench_imports(kb_src: Path) -> None:
 def _kb_verdict_or_crash(kb_src: str, reference: str, source: str, build_dir: str) -> dict:
     """KernelBench's verdict; an exception its harness lets through is its runtime_error (as its
     batch scripts record it), so one candidate cannot stop the others."""
-    from compare_kernelbench import _kb_verdict_in_fresh_process
+    from kernelbench_harness import verdict_in_fresh_process
 
     try:
-        return _kb_verdict_in_fresh_process(kb_src, reference, source, build_dir)
+        return verdict_in_fresh_process(kb_src, reference, source, build_dir)
     except Exception as err:  # raised in KernelBench's process, re-raised here by the pool
         return {
             "category": "runtime_error",

@@ -54,10 +54,10 @@ if [ -n "$kb_src" ]; then
   # pre-compile of 16 candidates, then a fresh process per KernelBench evaluation).
   half_a="1_Scaled_vector_add.py 2_GELU_tanh.py 3_Row_sum.py 5_Softmax.py"
   half_b="6_LayerNorm.py 8_Square_matmul.py 1_Linear_ReLU_BiasAdd.py 4_Residual_LayerNorm.py"
-  step kernelbench-a 590 python3 benchmarks/compare_kernelbench.py --kb-src "$kb_src" --tasks $half_a \
-    --work "$out/.work/kb-a" --budget-s 560 --json "$out/kernelbench-a.json"
-  step kernelbench-b 590 python3 benchmarks/compare_kernelbench.py --kb-src "$kb_src" --tasks $half_b \
-    --work "$out/.work/kb-b" --budget-s 560 --json "$out/kernelbench-b.json"
+  step kernelbench-a 590 python3 benchmarks/bench_cuda_eval.py --section kernelbench --kb-src "$kb_src" \
+    --tasks $half_a --work "$out/.work/kb-a" --budget-s 560 --json "$out/kernelbench-a.json"
+  step kernelbench-b 590 python3 benchmarks/bench_cuda_eval.py --section kernelbench --kb-src "$kb_src" \
+    --tasks $half_b --work "$out/.work/kb-b" --budget-s 560 --json "$out/kernelbench-b.json"
 fi
 if [ -d "$kb/runs" ]; then
   # 64 real LLM-written candidates (a stratified sample of KernelBench levels 1-2 with A100

@@ -351,7 +351,7 @@ class KernelExecResult(BaseModel):
 
 
 def test_kernelbench_harness_imports_without_pydantic(tmp_path: Path, monkeypatch):
-    from compare_kernelbench import _import_kernelbench
+    from kernelbench_harness import import_kernelbench
 
     (tmp_path / "kernelbench").mkdir()
     (tmp_path / "kernelbench" / "__init__.py").write_text("")
@@ -364,7 +364,7 @@ def test_kernelbench_harness_imports_without_pydantic(tmp_path: Path, monkeypatc
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setitem(sys.modules, "pydantic", None)  # import pydantic raises ImportError
-    kbe = _import_kernelbench(tmp_path)
+    kbe = import_kernelbench(tmp_path)
     a, b = kbe.KernelExecResult(compiled=True), kbe.KernelExecResult()
     a.metadata["x"] = 1
     assert (a.compiled, b.compiled, b.metadata, b.runtime) == (True, False, {}, -1.0)

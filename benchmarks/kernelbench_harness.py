@@ -1,0 +1,116 @@
+"""KernelBench's own harness, run beside ours: imported from a checkout the user gives, never part
+of this project (``--kb-src``: the ``src/`` folder of github.com/ScalingIntelligence/KernelBench).
+
+Its LLM-client imports (dotenv, openai, litellm) are stubbed because its evaluator does not use
+them. KernelBench compiles with torch's ``load_inline``; as in its own scripts, builds are
+pre-compiled in parallel CPU processes (``precompile``), then evaluated one after another on the
+GPU, each in a fresh spawned process with KernelBench's 180 s limit (``verdict_in_fresh_process``,
+its ``batch_eval`` with one GPU). One process for all would not do: torch renames a second
+extension of the same name and different source (``name_v1``) and compiles it again, outside the
+pre-compiled cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import types
+from multiprocessing import TimeoutError as PoolTimeout
+from multiprocessing import get_context
+from pathlib import Path
+
+
+class _RecordStandIn:
+    """pydantic.BaseModel's part KernelBench uses (``KernelExecResult(**fields)``, class defaults
+    copied per instance), for machines without pydantic: a record type, no evaluation logic."""
+
+    def __init__(self, **values: object):
+        for cls in reversed(type(self).__mro__):
+            for name in getattr(cls, "__annotations__", {}):
+                if hasattr(cls, name):
+                    setattr(self, name, copy.deepcopy(getattr(cls, name)))
+        for name, value in values.items():
+            setattr(self, name, value)
+
+
+def import_kernelbench(kb_src: Path) -> types.ModuleType:
+    try:
+        import pydantic  # noqa: F401
+    except ImportError:
+        print(
+            "pydantic is not installed: KernelBench's KernelExecResult is built on a plain record "
+            "class instead (no evaluation logic is replaced)",
+            file=sys.stderr,
+        )
+        stub = types.ModuleType("pydantic")
+        stub.BaseModel = _RecordStandIn  # type: ignore[attr-defined]
+        sys.modules["pydantic"] = stub
+    for name, attrs in {
+        "dotenv": {"load_dotenv": lambda *a, **k: None},
+        "openai": {"OpenAI": object},
+        "litellm": {"completion": None},
+    }.items():
+        if name not in sys.modules:
+            stub = types.ModuleType(name)
+            stub.__dict__.update(attrs)
+            sys.modules[name] = stub
+    sys.path.insert(0, str(kb_src))
+    import kernelbench.eval as kbe
+
+    return kbe
+
+
+def precompile(args: tuple[str, str, str]) -> tuple[bool, str]:
+    kb_src, source, build_dir = args
+    kbe = import_kernelbench(Path(kb_src))
+    ok, _, err = kbe.build_compile_cache(source, False, build_dir)
+    return ok, err or ""
+
+
+KB_TIMEOUT_S = 180  # KernelBench's own per-sample limit in eval_from_generations.py
+
+
+def verdict_in_fresh_process(kb_src: str, reference: str, src: str, build_dir: str) -> dict:
+    """KernelBench's verdict on one pre-compiled candidate, in a process of its own."""
+    with get_context("spawn").Pool(1) as pool:
+        job = pool.apply_async(verdict, (kb_src, reference, src, build_dir))
+        try:
+            return job.get(timeout=KB_TIMEOUT_S)
+        except PoolTimeout:
+            pool.terminate()
+            return {"category": "timeout", "speedup": None, "detail": f"over {KB_TIMEOUT_S} s"}
+
+
+def verdict(kb_src: str, reference: str, src: str, build_dir: str) -> dict:
+    """KernelBench's verdict with its own settings (runs in the spawned process)."""
+    import torch
+
+    kbe = import_kernelbench(Path(kb_src))
+    r = kbe.eval_kernel_against_ref(
+        reference,
+        src,
+        seed_num=42,
+        num_correct_trials=5,
+        num_perf_trials=100,
+        measure_performance=True,
+        timing_method="cuda_event",
+        build_dir=build_dir,
+        device=torch.device("cuda:0"),
+        backend="cuda",
+        precision=torch.float32,
+        check_for_excessive_speedup=True,
+    )
+    if r is None or not r.compiled:
+        detail = str(r.metadata if r else "None")[:200]
+        return {"category": "compile_error", "speedup": None, "detail": detail}
+    if not r.correctness:
+        return {"category": "incorrect", "speedup": None, "detail": str(r.metadata)[:200]}
+    return {
+        "category": "correct",
+        "speedup": r.ref_runtime / r.runtime,
+        "runtime": r.runtime,
+        "ref_runtime": r.ref_runtime,
+        # KernelBench's runtime is the mean of its trials: min/max/std show what moved it.
+        "runtime_stats": r.runtime_stats,
+        "ref_runtime_stats": r.ref_runtime_stats,
+    }
