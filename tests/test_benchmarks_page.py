@@ -49,3 +49,18 @@ def test_a_result_without_its_provenance_is_named_and_refused(tmp_path, capsys):
 def test_every_stored_result_names_its_commit_hardware_and_command(field):
     for path in (ROOT / "benchmarks" / "results").glob("*/*.json"):
         assert json.loads(path.read_text()).get(field), f"{path}: no {field}"
+
+
+def test_a_written_result_carries_its_provenance_and_goes_on_the_page(tmp_path):
+    import result_json
+
+    path = result_json.write_result(
+        "b", {"x": 1}, [result_json.headline("speed", 2.5, "x")], tmp_path / "r/b/one.json"
+    )
+    record = json.loads(path.read_text())
+    assert record["data"] == {"x": 1} and record["benchmark"] == "b"
+    assert record["commit"] != "unknown" and "cores" in record["hardware"]
+    assert "test_benchmarks_page" in record["command"] or "pytest" in record["command"]
+    out = tmp_path / "page.md"
+    assert report.main(["--results", str(tmp_path / "r"), "--out", str(out)]) == 0
+    assert "| b | speed | 2.5 x |" in out.read_text()
