@@ -47,12 +47,27 @@ def cuda(
         bool,
         typer.Option("--profile", help="add per-kernel GPU times of candidate and reference"),
     ] = False,
+    tf32: Annotated[
+        str,
+        typer.Option(
+            "--tf32",
+            help="torch-default (as KernelBench: cuDNN may run FP32 convolutions on TF32 tensor cores) or off (strict FP32 for the reference and the candidate)",
+        ),
+    ] = "torch-default",
 ) -> None:
     """Compile, check and time a ModelNew candidate against --task on the local GPU.
 
     Exit status is non-zero only when the evaluator itself cannot run (bad task file, no GPU).
     """
-    config = CudaEvalConfig(correctness_trials=trials, timing_trials=timing_trials, profile=profile)
+    config = CudaEvalConfig.from_dict(
+        {
+            "correctness_trials": trials,
+            "timing_trials": timing_trials,
+            "profile": profile,
+            "tf32": tf32,
+        },
+        origin="maxcode eval cuda",
+    )
     with CudaEvaluator(config, cache_dir) as evaluator:
         result = evaluator.evaluate(task_from_file(task), candidate.read_text())
     record = summary_record(result.to_dict())

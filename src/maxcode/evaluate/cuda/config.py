@@ -46,6 +46,13 @@ class CudaEvalConfig:
             "choices": list(PRECISIONS),
         },
     )
+    tf32: str = field(
+        default="torch-default",
+        metadata={
+            "help": "TF32 use of the reference and the candidate: torch-default (torch's flags as shipped, as KernelBench runs: cuDNN convolutions may use TF32 tensor cores, cuBLAS matmuls do not) or off (strict FP32: cuDNN and cuBLAS TF32 off for both)",
+            "choices": ["torch-default", "off"],
+        },
+    )
     fast_inputs: bool = field(
         default=False,
         metadata={
