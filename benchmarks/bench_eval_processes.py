@@ -43,6 +43,7 @@ def evaluate(candidate: Path, task: Path, cache_dir: Path, tf32: str) -> dict[st
             "seconds": seconds,
         }
     figures = record.get("figures", {})
+    print(f"  {candidate.stem}: {record['status']} in {seconds} s", flush=True)
     return {
         "status": record["status"],
         "failed_check": record.get("failed_check"),
