@@ -1,8 +1,8 @@
 """Several ``maxcode eval cuda`` processes sharing one GPU, against one at a time.
 
 Each candidate file gets its own ``maxcode eval cuda --json`` process against ``--task``:
-first one process at a time, then ``--processes`` at once (a pool, the next candidate
-starting as one ends). Both passes share one build cache (``--cache-dir``; a cache with the
+first ``--processes`` at once (a pool, the next candidate starting as one ends), then one
+process at a time. Both passes share one build cache (``--cache-dir``; a cache with the
 candidates built already saves the compile time) and each pass measures the task's
 reference afresh (the cache's ``references/`` is removed before it). Prints per candidate the
 verdict and speedup over eager of both passes and their ratio, and whether every verdict is
@@ -79,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             print(f"{path}: no such file", file=sys.stderr)
             return 2
-    solo = run_pass(args.candidates, args, 1)
+    # side by side first: that pass also fills the build cache, so neither pass times a build
     shared = run_pass(args.candidates, args, args.processes)
+    solo = run_pass(args.candidates, args, 1)
     print(f"tf32: {args.tf32}; task {args.task.name}; {args.processes} processes side by side")
     print(f"{'candidate':18s} {'alone':28s} {'side by side':28s} speedup ratio")
     same, ratios = 0, []
