@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from maxcode.errors import ConfigError
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.config import TF32_SETTINGS
 from maxcode.tasks.kernelbench import task_from_file
 
 app = typer.Typer(help="Evaluate CUDA candidates (ModelNew) against KernelBench-format tasks.")
@@ -59,14 +61,10 @@ def cuda(
 
     Exit status is non-zero only when the evaluator itself cannot run (bad task file, no GPU).
     """
-    config = CudaEvalConfig.from_dict(
-        {
-            "correctness_trials": trials,
-            "timing_trials": timing_trials,
-            "profile": profile,
-            "tf32": tf32,
-        },
-        origin="maxcode eval cuda",
+    if tf32 not in TF32_SETTINGS:
+        raise ConfigError(f"--tf32 {tf32!r}: choose one of {', '.join(TF32_SETTINGS)}")
+    config = CudaEvalConfig(
+        correctness_trials=trials, timing_trials=timing_trials, profile=profile, tf32=tf32
     )
     with CudaEvaluator(config, cache_dir) as evaluator:
         result = evaluator.evaluate(task_from_file(task), candidate.read_text())

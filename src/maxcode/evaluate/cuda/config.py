@@ -11,6 +11,7 @@ from maxcode.evaluate.cuda.semantics import PRECISIONS, SEMANTICS
 from maxcode.loader import load
 
 SEVERITIES = ("error", "warn", "off")
+TF32_SETTINGS = ("torch-default", "off")
 
 
 @dataclass
@@ -50,7 +51,7 @@ class CudaEvalConfig:
         default="torch-default",
         metadata={
             "help": "TF32 use of the reference and the candidate: torch-default (torch's flags as shipped, as KernelBench runs: cuDNN convolutions may use TF32 tensor cores, cuBLAS matmuls do not) or off (strict FP32: cuDNN and cuBLAS TF32 off for both)",
-            "choices": ["torch-default", "off"],
+            "choices": list(TF32_SETTINGS),
         },
     )
     fast_inputs: bool = field(
