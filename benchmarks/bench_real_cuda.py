@@ -286,7 +286,10 @@ def print_agreement(summary: dict[str, Any]) -> dict[str, Any]:
         key=lambda s: (s not in VERDICTS, VERDICTS.index(s) if s in VERDICTS else s),
     )
     counts = Counter((r["label"], r["ours"]) for r in rows)
-    print(f"\nagreement with KernelBench's labels ({summary['pass']}; rows: label, columns: ours):")
+    tf32 = ", ".join(sorted({str(r.get("tf32")) for r in rows}))
+    print(
+        f"\nagreement with KernelBench's labels ({summary['pass']}, tf32: {tf32}; rows: label, columns: ours):"
+    )
     print(f"  {'label / ours':16s}" + "".join(f"{c:>15s}" for c in ours_cols))
     for label in VERDICTS:
         print(f"  {label:16s}" + "".join(f"{counts[(label, c)]:15d}" for c in ours_cols))
