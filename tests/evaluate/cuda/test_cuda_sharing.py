@@ -709,3 +709,24 @@ def test_out_of_memory_while_other_processes_held_the_gpu_is_run_again_and_says_
     assert "other processes held 77.1 GiB of the GPU when it ran out (81 MiB free)" in result.reason
     assert result.figures["memory_verdict_shared"] is True
     assert result.figures["run_alone_after"].startswith("memory_limit")
+
+
+def test_a_timeout_while_another_evaluator_used_the_gpu_is_run_again_and_says_so(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        return {
+            "status": "timeout",
+            "reason": "ModelNew.forward (correctness) ran past its watchdog limit",
+            "figures": {"other_evaluators_on_gpu": True},
+        }
+
+    gpu = SharedGpu(reply)
+    (result,) = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)])
+    assert len(gpu.candidates()) == 2
+    assert result.status is Status.TIMEOUT
+    assert result.reason.endswith(
+        "another evaluator process used this GPU meanwhile (outside the timed calls), so the verdict may be theirs"
+    )

@@ -785,11 +785,18 @@ class CudaEvaluator:
             reply = worker.run(payload)
         if admitted_here and isinstance(reply.get("figures", {}), dict):
             reply.setdefault("figures", {})["gpu_admission_seconds"] = round(waited, 3)
-        if _sharing_may_explain(reply) and (admission.shared or _others_held_memory(reply)):
+        if _sharing_may_explain(reply) and (
+            admission.shared or _others_held_memory(reply) or _other_evaluators(reply)
+        ):
             first = f"{reply.get('status')}: {str(reply.get('reason', ''))[:200]}"
             with ledger.admit(need_mb, alone=True, urgent=urgent):
                 reply = worker.run(payload)
             reply.setdefault("figures", {})["run_alone_after"] = first
+            if reply.get("status") == "timeout" and _other_evaluators(reply):
+                reply["reason"] += (
+                    "; another evaluator process used this GPU meanwhile (outside the timed "
+                    "calls), so the verdict may be theirs"
+                )
         return reply
 
     def _job_config(self) -> dict[str, Any]:
@@ -1124,6 +1131,11 @@ def _sharing_may_explain(reply: dict[str, Any]) -> bool:
 OTHER_PROCESSES_MB = (
     1024.0  # other processes' GPU memory, past CUDA contexts, that may explain an OOM
 )
+
+
+def _other_evaluators(reply: dict[str, Any]) -> bool:
+    """Whether another evaluator process used the GPU while the job ran (its zygote's word)."""
+    return bool((reply.get("figures") or {}).get("other_evaluators_on_gpu"))
 
 
 def _others_held_memory(reply: dict[str, Any]) -> bool:

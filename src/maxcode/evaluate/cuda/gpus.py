@@ -379,6 +379,7 @@ class HostGpuLock:
         self.turn = os.open(path.with_suffix(".turn"), os.O_RDONLY | os.O_CLOEXEC)
         self.mode = ""  # "", "shared" or "exclusive"
         self.in_turn = False
+        self.refusals = 0  # tries another process's hold refused: it was using this GPU
 
     def fds(self) -> tuple[int, int]:
         return self.main, self.turn
@@ -387,6 +388,7 @@ class HostGpuLock:
         try:
             fcntl.flock(fd, how | fcntl.LOCK_NB)
         except BlockingIOError:
+            self.refusals += 1
             return False
         return True
 

@@ -151,6 +151,7 @@ class _Child:
     stopped: bool = False
     verdict: dict[str, Any] | None = None
     inputs_wait_s: float = 0.0  # how long its launch waited for its task's inputs made ahead
+    lock_refusals: int = 0  # the host lock's refusals when it started (another process's work)
 
     def hold(self, now: float) -> None:
         if self.held == 0:
@@ -210,6 +211,8 @@ class Supervisor:
         os.set_blocking(req_r, False)
         child = _Child(job, pid, time.monotonic(), watchdog, req_r, grant_w)
         child.inputs_wait_s = inputs_wait_s
+        if self.host_lock is not None:
+            child.lock_refusals = self.host_lock.refusals
         self.children[pid] = child
         if self.holder is not None:  # a timing is running: the newcomer waits with the rest
             self._stop(child, time.monotonic())
@@ -343,6 +346,11 @@ class Supervisor:
         verdict["figures"]["peak_rss_mb"] = round(child.peak_kb / 1024, 1)
         if child.inputs_wait_s:
             verdict["figures"]["inputs_ready_wait_seconds"] = round(child.inputs_wait_s, 3)
+        # set here, after the child's own figures: whether another evaluator process used the
+        # GPU while this job ran (its hold of the host lock refused one of this zygote's)
+        verdict["figures"]["other_evaluators_on_gpu"] = bool(
+            self.host_lock is not None and self.host_lock.refusals > child.lock_refusals
+        )
         verdict["output_tail"] = _tail(job_dir / "output.log")
         return verdict
 
