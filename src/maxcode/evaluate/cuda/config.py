@@ -84,7 +84,7 @@ class CudaEvalConfig:
     timed_output_checks: int = field(
         default=3,
         metadata={
-            "help": "timed rounds, drawn at random, whose candidate output is compared with the eager reference's for the same inputs (check timed_result_reuse)",
+            "help": "timed rounds, drawn at random (and the last two), whose candidate output is compared with its own untimed output for the same inputs (checks timed_result_reuse and nondeterministic)",
             "min": 0,
         },
     )
