@@ -59,6 +59,7 @@ from public_candidates import (
     disagreement_cause,
     first_line,
     load_runs,
+    same_gpu_cause,
     stratified_sample,
 )
 from result_json import add_json_argument, headline, json_path, write_result
@@ -240,6 +241,7 @@ def _row(c: RealCandidate, r: EvalResult, arrival: float) -> dict[str, Any]:
         "trial_inputs_ahead": r.figures.get("trial_inputs_ahead"),
         "trial_inputs_made_ahead": r.figures.get("trial_inputs_made_ahead", False),
         "warnings": r.figures.get("warnings", []),
+        "tf32": r.figures.get("tf32"),
     }
 
 
@@ -285,7 +287,10 @@ def print_agreement(summary: dict[str, Any]) -> dict[str, Any]:
         key=lambda s: (s not in VERDICTS, VERDICTS.index(s) if s in VERDICTS else s),
     )
     counts = Counter((r["label"], r["ours"]) for r in rows)
-    print(f"\nagreement with KernelBench's labels ({summary['pass']}; rows: label, columns: ours):")
+    tf32 = ", ".join(sorted({str(r.get("tf32")) for r in rows}))
+    print(
+        f"\nagreement with KernelBench's labels ({summary['pass']}, tf32: {tf32}; rows: label, columns: ours):"
+    )
     print(f"  {'label / ours':16s}" + "".join(f"{c:>15s}" for c in ours_cols))
     for label in VERDICTS:
         print(f"  {label:16s}" + "".join(f"{counts[(label, c)]:15d}" for c in ours_cols))
@@ -501,7 +506,55 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
         f"{60 * len(rows) / (t_pre + t_eval):.2f} per min; same verdict as the A100 label: "
         f"{sum(r['label'] == r['kernelbench_here'] for r in rows)}/{len(rows)}"
     )
+    if args.ours_json:
+        print_same_gpu_agreement(args.ours_json, rows, report)
     _write(args.json, report)
+
+
+def print_same_gpu_agreement(ours_json: Path, kb_rows: list[dict], report: dict) -> None:
+    """Ours (the first pass of an ours-mode JSON of the same sample) against KernelBench's
+    harness on this GPU, candidate by candidate; each disagreement with its named cause."""
+    passes = json.loads(ours_json.read_text()).get("passes") or [{}]
+    ours = {r["candidate"]: r for r in passes[0].get("rows", [])}
+    rows = []
+    for kb in kb_rows:
+        mine = ours.get(kb["candidate"])
+        if mine is None:
+            continue
+        agree = mine["ours"] == kb["kernelbench_here"]
+        rows.append(
+            {
+                "candidate": kb["candidate"],
+                "ours": mine["ours"],
+                "kernelbench_here": kb["kernelbench_here"],
+                "agree": agree,
+                "cause": None if agree else same_gpu_cause(mine, kb),
+                "tf32": mine.get("tf32"),
+                "ours_reason": mine.get("reason", ""),
+                "kernelbench_detail": kb["detail"],
+            }
+        )
+    tf32 = sorted({str(r["tf32"]) for r in rows})
+    print(f"\nours vs KernelBench's harness on this GPU (tf32: {', '.join(tf32)}):")
+    print("  " + " ".join(f"{v[:9]:>9s}" for v in ("KB \\ ours", *VERDICTS, "rejected", "timeout")))
+    for kb_verdict in (*VERDICTS, "timeout"):
+        counts = [
+            sum(r["kernelbench_here"] == kb_verdict and r["ours"] == v for r in rows)
+            for v in (*VERDICTS, "rejected", "timeout")
+        ]
+        print("  " + " ".join(f"{x:>9}" for x in (kb_verdict[:9], *counts)))
+    by_cause = Counter(r["cause"] for r in rows if not r["agree"])
+    print(
+        f"agree: {sum(r['agree'] for r in rows)}/{len(rows)}; disagreements by cause: "
+        + (", ".join(f"{c} {n}" for c, n in by_cause.items()) or "none")
+    )
+    for r in rows:
+        if not r["agree"]:
+            print(
+                f"  {r['candidate']:34s} KB {r['kernelbench_here']:13s} ours {r['ours']:13s} "
+                f"[{r['cause']}] {r['ours_reason'][:90] or r['kernelbench_detail'][:90]}"
+            )
+    report["same_gpu_agreement"] = {"rows": rows, "by_cause": dict(by_cause)}
 
 
 def _check_kernelbench_imports(kb_src: Path) -> None:
@@ -616,6 +669,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--kb-n", type=int, default=6, help="candidates KernelBench's harness evaluates"
+    )
+    parser.add_argument(
+        "--ours-json",
+        type=Path,
+        help="mode kernelbench: an ours-mode JSON of the same sample, for the agreement table "
+        "of ours against KernelBench's harness on this GPU, each disagreement with its cause",
     )
     parser.add_argument(
         "--only",

@@ -313,6 +313,48 @@ DOCUMENTED = ("semantics", "tolerance version", "labels' GPU memory", "labels' e
 """Causes that are a known, documented difference from the labels (docs/cuda-evaluator.md):
 the others (our own memory, a timeout, anything unexplained) count against agreement."""
 
+SAME_GPU_CAUSES = (
+    "our check (KernelBench has none)",
+    "our timed input sets (KernelBench checks only its trials)",
+    "KernelBench's trials differ run to run",
+    "KernelBench's runtime error",
+    "TF32 (the verdict names it)",
+    "build environment",
+    "evaluator memory",
+    "timeout",
+    "other",
+)
+"""Why our verdict and KernelBench's harness on the same GPU differ."""
+
+
+def same_gpu_cause(ours: dict, kernelbench: dict) -> str:
+    """The named cause of a disagreement between ours and KernelBench's harness on the same GPU
+    (``ours``: a row of bench_real_cuda's ours mode; ``kernelbench``: its kernelbench mode's).
+    "other" is the one cause left unexplained."""
+    status, reason, kb = ours["ours"], ours.get("reason", ""), kernelbench["kernelbench_here"]
+    detail = kernelbench.get("detail", "")
+    if status == "rejected":
+        return "our check (KernelBench has none)"
+    if status == "wrong_answer" and reason.startswith("timing input set"):
+        return "our timed input sets (KernelBench checks only its trials)"
+    if "--tf32 off" in reason:
+        return "TF32 (the verdict names it)"
+    if status == "timeout" or kb == "timeout":
+        return "timeout"
+    if status in ("runtime_error", "memory_limit") and OOM.search(reason):
+        return "evaluator memory"
+    if "compile_error" in (status, kb):
+        return "build environment"
+    if kb == "wrong_answer" and status == "ok" and KB_PARTIAL_TRIALS.search(detail):
+        return "KernelBench's trials differ run to run"
+    if kb == "runtime_error" or (kb == "wrong_answer" and "runtime_error" in detail):
+        return "KernelBench's runtime error"
+    return "other"
+
+
+KB_PARTIAL_TRIALS = re.compile(r"\(([1-4])\s*/\s*5\)")
+"""KernelBench's metadata for a candidate right on some of its 5 trials, e.g. ``(4 / 5)``."""
+
 LABEL_ATOL = 1e-2
 """The runs' tolerance: KernelBench v0/v0.1 compared with atol = rtol = 1e-2 at fp32."""
 

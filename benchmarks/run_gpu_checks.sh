@@ -14,7 +14,7 @@
 # (runs/, technoabsurdist/KernelBench, KernelBench/, src/) and CUDA-L1's set (cuda-l1/), for
 # the real-candidate steps (skipped where they are missing). STEPS (environment) picks
 # steps by name, e.g. STEPS="gpu-tests-evaluator optimize"; default: all of
-# gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b
+# gpu-tests-evaluator gpu-tests-rest throughput eval-processes timing-spread kernelbench-a kernelbench-b
 # real-cuda kernelbench-harness cuda-l1
 # baselines offline-cuda-policy optimize gpu-preset. Each step is sized for a 600 s limit on an
 # H100 80GB with 16 cores.
@@ -25,7 +25,7 @@ mkdir -p "$out" && out="$(cd "$out" && pwd)"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 
-steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput timing-spread kernelbench-a kernelbench-b real-cuda kernelbench-harness cuda-l1 baselines offline-cuda-policy optimize gpu-preset}"
+steps="${STEPS:-gpu-tests-evaluator gpu-tests-rest throughput eval-processes timing-spread kernelbench-a kernelbench-b real-cuda kernelbench-harness cuda-l1 baselines offline-cuda-policy optimize gpu-preset}"
 kb="${KB:-.kb}"
 wanted() { [[ " $steps " == *" $1 "* ]]; }
 
@@ -48,6 +48,10 @@ step gpu-tests-rest 590 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider --
   --ignore=tests/evaluate
 step throughput 590 python3 benchmarks/bench_cuda_eval.py --section throughput --tasks $tasks \
   --sample 2 --work "$out/.work" --json "$out/throughput.json"
+hostile=tests/evaluate/cuda/hostile
+step eval-processes 590 python3 benchmarks/bench_eval_processes.py \
+  --task src/maxcode/tasks/builtin_cuda/level1/1_Scaled_vector_add.py --cache-dir "$out/.work/processes" \
+  $hostile/good.py $hostile/slow.py $hostile/late_reuse.py $hostile/racy.py --json "$out/eval_processes.json"
 step timing-spread 590 python3 benchmarks/bench_timing_spread.py --repeats 5 --json "$out/timing_spread.json"
 if [ -n "$kb_src" ]; then
   # In two halves, each sized for the 600 s limit (ours cold, KernelBench's parallel
@@ -66,8 +70,9 @@ if [ -d "$kb/runs" ]; then
   step real-cuda 590 python3 benchmarks/bench_real_cuda.py -n 64 --passes cold warm \
     --work "$out/.work/real-cuda" --json "$out/real-cuda.json"
   # KernelBench's own harness on the first 8 candidates of the same sample, on this GPU.
+  # ours against it on this GPU: the agreement table, each disagreement with its named cause.
   step kernelbench-harness 590 python3 benchmarks/bench_real_cuda.py --mode kernelbench --kb-n 8 \
-    --work "$out/.work/kb-harness" --json "$out/kernelbench-harness.json"
+    --ours-json "$out/real-cuda.json" --work "$out/.work/kb-harness" --json "$out/kernelbench-harness.json"
 fi
 if [ -f "$kb/cuda-l1/optimized_cuda_code/h100.json" ]; then
   step cuda-l1 590 python3 benchmarks/bench_cuda_l1.py -n 24 --work "$out/.work/cuda-l1" --json "$out/cuda-l1.json"

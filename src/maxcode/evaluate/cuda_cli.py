@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from maxcode.errors import ConfigError
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+from maxcode.evaluate.cuda.config import TF32_SETTINGS
 from maxcode.tasks.kernelbench import task_from_file
 
 app = typer.Typer(help="Evaluate CUDA candidates (ModelNew) against KernelBench-format tasks.")
@@ -47,12 +49,23 @@ def cuda(
         bool,
         typer.Option("--profile", help="add per-kernel GPU times of candidate and reference"),
     ] = False,
+    tf32: Annotated[
+        str,
+        typer.Option(
+            "--tf32",
+            help="torch-default (as KernelBench: cuDNN may run FP32 convolutions on TF32 tensor cores) or off (strict FP32 for the reference and the candidate)",
+        ),
+    ] = "torch-default",
 ) -> None:
     """Compile, check and time a ModelNew candidate against --task on the local GPU.
 
     Exit status is non-zero only when the evaluator itself cannot run (bad task file, no GPU).
     """
-    config = CudaEvalConfig(correctness_trials=trials, timing_trials=timing_trials, profile=profile)
+    if tf32 not in TF32_SETTINGS:
+        raise ConfigError(f"--tf32 {tf32!r}: choose one of {', '.join(TF32_SETTINGS)}")
+    config = CudaEvalConfig(
+        correctness_trials=trials, timing_trials=timing_trials, profile=profile, tf32=tf32
+    )
     with CudaEvaluator(config, cache_dir) as evaluator:
         result = evaluator.evaluate(task_from_file(task), candidate.read_text())
     record = summary_record(result.to_dict())

@@ -131,3 +131,28 @@ def _job(task, source, tmp_path):
     from maxcode.evaluate.cuda.evaluator import _Job
 
     return _Job(0, task, source, tmp_path / "job")
+
+
+def test_cli_records_the_tf32_setting_in_every_result(tmp_path, saxpy_task, monkeypatch):
+    monkeypatch.setenv("MAXCODE_CACHE", str(tmp_path))
+    task_file = tmp_path / "task.py"
+    task_file.write_text(saxpy_task.reference_source)
+    argv = [str(HOSTILE / "torch_only.py"), "--task", str(task_file), "--json", "--tf32", "off"]
+    record = json.loads(CliRunner().invoke(app, argv).output)
+    assert record["status"] == "rejected" and record["figures"]["tf32"] == "off"
+
+
+def test_cli_bad_tf32_value_is_one_line_and_exit_2(tmp_path, saxpy_task):
+    import subprocess
+    import sys
+
+    task_file = tmp_path / "task.py"
+    task_file.write_text(saxpy_task.reference_source)
+    argv = [str(HOSTILE / "good.py"), "--task", str(task_file), "--tf32", "strict"]
+    out = subprocess.run(
+        [sys.executable, "-m", "maxcode", "eval", "cuda", *argv], capture_output=True, text=True
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "error: --tf32 'strict': choose one of torch-default, off"
+    ]

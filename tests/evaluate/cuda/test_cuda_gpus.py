@@ -203,3 +203,33 @@ def test_a_pinned_rollout_sees_only_its_own_gpu(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pinned_gpu(tmp_path) as none:
         assert none is None and os.environ["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_the_host_lock_lets_shared_work_overlap_and_keeps_a_timing_alone(tmp_path, monkeypatch):
+    """Two processes' locks on one GPU (two open files act as two processes for flock)."""
+    from maxcode.evaluate.cuda.gpus import HostGpuLock, host_lock_path
+
+    monkeypatch.setenv("MAXCODE_GPU_LOCK_DIR", str(tmp_path))
+    path = host_lock_path("00000000:00:06.0")
+    a, b = HostGpuLock(path), HostGpuLock(path)
+    assert a.try_shared() and b.try_shared()  # shared work of both at once
+    assert not a.try_exclusive()  # b's shared work is on the GPU
+    assert not b.try_shared()  # a waits to time: b starts no new shared work meanwhile
+    b.release()
+    assert a.try_exclusive()
+    assert not b.try_shared() and not b.try_exclusive()
+    a.release()
+    assert b.try_exclusive()
+    b.release()
+    a.close()
+    b.close()
+
+
+def test_the_host_lock_file_is_named_by_the_gpus_bus_id(tmp_path, monkeypatch):
+    from maxcode.evaluate.cuda.gpus import host_lock_path
+
+    monkeypatch.setenv("MAXCODE_GPU_LOCK_DIR", str(tmp_path / "locks"))
+    path = host_lock_path("00000000:9A:00.0")
+    assert path == tmp_path / "locks" / "00000000_9a_00.0.lock" and path.is_file()
+    assert path.with_suffix(".turn").is_file()
+    assert host_lock_path("") is None

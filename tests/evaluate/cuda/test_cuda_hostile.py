@@ -37,6 +37,7 @@ EXPECTED = [
     ("torch_tampering", Status.REJECTED, "torch_tampering"),
     ("backend_flags", Status.REJECTED, "torch_tampering"),
     ("late_reuse", Status.REJECTED, "timed_result_reuse"),
+    ("racy", Status.REJECTED, "nondeterministic"),
     ("unused_kernel", Status.REJECTED, "no_custom_kernel_launched"),
     ("spin", Status.TIMEOUT, None),
     ("slow", Status.OK, None),

@@ -667,3 +667,66 @@ def test_no_inputs_are_made_ahead_where_they_are_made_on_the_gpu(
     gpu = SharedGpu(correct_reply)
     evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)] * 2, fast_inputs=True)
     assert gpu.told == [] and all("inputs_key" not in j for j in gpu.candidates())
+
+
+def test_a_job_waits_for_memory_other_processes_hold_and_not_for_ever(monkeypatch):
+    import maxcode.evaluate.cuda.gpus as gpus_module
+
+    monkeypatch.setattr(gpus_module, "FREE_RECHECK_S", 0.0)
+    free = [1000.0]
+    ledger = GpuMemoryLedger(8000.0, 4, free_mb=lambda: free[0])
+    assert ledger.fits(500.0)
+    free[0] = 300.0  # another evaluator's jobs took the rest
+    running = ledger.enter(100.0)
+    assert not ledger.fits(500.0)
+    ledger.leave(running)
+    monkeypatch.setattr(gpus_module, "FOREIGN_WAIT_S", 0.2)
+    assert not ledger.fits(500.0)  # nothing of this ledger's runs: it waits, but only so long
+    time.sleep(0.25)
+    assert ledger.fits(500.0)
+
+
+def test_out_of_memory_while_other_processes_held_the_gpu_is_run_again_and_says_so(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        return {
+            "status": "memory_limit",
+            "reason": "out of GPU memory during correctness: ...",
+            "figures": {
+                "env": {"memory_mb": 81559},
+                "gpu_free_mb_at_oom": 81.0,
+                "gpu_other_processes_mb": 79000.0,
+            },
+        }
+
+    gpu = SharedGpu(reply)
+    (result,) = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)])
+    assert len(gpu.candidates()) == 2  # alone (as far as this evaluator can make it) again
+    assert result.status is Status.MEMORY_LIMIT
+    assert "other processes held 77.1 GiB of the GPU when it ran out (81 MiB free)" in result.reason
+    assert result.figures["memory_verdict_shared"] is True
+    assert result.figures["run_alone_after"].startswith("memory_limit")
+
+
+def test_a_timeout_while_another_evaluator_used_the_gpu_is_run_again_and_says_so(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        return {
+            "status": "timeout",
+            "reason": "ModelNew.forward (correctness) ran past its watchdog limit",
+            "figures": {"other_evaluators_on_gpu": True},
+        }
+
+    gpu = SharedGpu(reply)
+    (result,) = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)])
+    assert len(gpu.candidates()) == 2
+    assert result.status is Status.TIMEOUT
+    assert result.reason.endswith(
+        "another evaluator process used this GPU meanwhile (outside the timed calls), so the verdict may be theirs"
+    )

@@ -260,3 +260,57 @@ def test_a_job_waits_for_its_tasks_inputs_made_ahead_and_gets_them(worker, tmp_p
     assert other["figures"]["made_ahead"] is None
     assert again["figures"]["made_ahead"] is None  # released
     assert said[:2] == [{"k": True}, {"k": False}]  # being made, then ready
+
+
+@pytest.fixture
+def two_evaluators(tmp_path):
+    """Two zygotes, as two evaluator processes on one host would start them, sharing one GPU's
+    lock file."""
+    from maxcode.evaluate.cuda.gpus import host_lock_path
+
+    os.environ["MAXCODE_GPU_LOCK_DIR"] = str(tmp_path / "locks")
+    try:
+        lock = host_lock_path("00000000:00:06.0")
+    finally:
+        del os.environ["MAXCODE_GPU_LOCK_DIR"]
+    workers = [
+        GpuWorker(
+            gpu=None,
+            preload=(),
+            extra_env={"PYTHONPATH": f"{SRC}{os.pathsep}{HERE}", "MAXCODE_GPU_LOCK": str(lock)},
+            log_path=tmp_path / f"zygote{i}.log",
+        )
+        for i in range(2)
+    ]
+    for w in workers:
+        w.start()
+    yield workers
+    for w in workers:
+        w.stop()
+
+
+def in_two_evaluators(workers: list[GpuWorker], jobs: list[dict]) -> list[dict]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda w, j: w.run(j), workers, jobs))
+
+
+def test_a_timing_waits_for_another_evaluator_processs_timing(two_evaluators, tmp_path):
+    first = {**job(tmp_path, "exclusive_nap"), "seconds": 1.0}
+    second = {**job(tmp_path, "exclusive_nap", name="second"), "delay": 0.3, "seconds": 0.2}
+    a, b = in_two_evaluators(two_evaluators, [first, second])
+    assert a["status"] == b["status"] == "ok", (a, b)
+    assert b["figures"]["span"][0] >= a["figures"]["span"][1] - 0.01
+    assert b["figures"]["other_evaluators_on_gpu"] is True  # the evaluator may rerun it alone
+
+
+def test_another_evaluator_processs_gpu_work_waits_while_one_times(two_evaluators, tmp_path):
+    timing = {**job(tmp_path, "exclusive_nap"), "seconds": 1.0}
+    shared = {**job(tmp_path, "shared_nap"), "delay": 0.3, "seconds": 0.1}
+    a, b = in_two_evaluators(two_evaluators, [timing, shared])
+    assert b["figures"]["span"][0] >= a["figures"]["span"][1] - 0.01
+    shared = {**job(tmp_path, "shared_nap", name="shared2"), "seconds": 1.0}
+    timing = {**job(tmp_path, "exclusive_nap", name="timing2"), "delay": 0.3, "seconds": 0.1}
+    a, b = in_two_evaluators(two_evaluators, [shared, timing])
+    assert b["figures"]["span"][0] >= a["figures"]["span"][1] - 0.01

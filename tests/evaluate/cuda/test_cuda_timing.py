@@ -240,13 +240,16 @@ def test_hooks_see_every_call_and_round_outside_the_timed_window(trace):
 
 
 class _FakeRun:
-    """What _TimedRounds needs from a run: the reference, a comparison, the watchdog, seeds."""
+    """What _TimedRounds needs from a run: the candidate's untimed outputs for both input
+    sets, the comparison of two calls' outputs, the watchdog, seeds."""
 
-    def __init__(self) -> None:
+    def __init__(self, untimed) -> None:
         import types
 
         self.cfg = types.SimpleNamespace(timed_output_checks=3)
-        self.model = lambda a: a * 2
+        self.semantics = types.SimpleNamespace(tolerance=lambda precision: 0.0)
+        self.precision = "fp32"
+        self.untimed = untimed
         self.armed = 0
 
     def seed_for(self, label: str) -> int:
@@ -261,18 +264,18 @@ class _FakeRun:
     def check_patches(self, when: str) -> None:
         pass
 
-    def compare(self, ref, new, index):
+    def repeat_difference(self, first, again):
         import torch
 
-        same = all(torch.equal(r, n) for r, n in zip(ref, new, strict=True))
-        return {"status": "ok" if same else "wrong_answer", "reason": "differs"}
+        same = all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+        return "" if same else "output 0: differs"
 
 
 def _timed_rounds(trace, candidate):
     import torch
 
-    run = _FakeRun()
     live, spare = [torch.arange(4.0)], [torch.arange(4.0) + 10]
+    run = _FakeRun([[live[0] * 2], [spare[0] * 2]])  # the candidate's untimed outputs
     hooks = worker._TimedRounds(run, live, spare)
     worker.time_interleaved({"candidate": candidate}, live, 2, 12, False, None, hooks=hooks)
     hooks.restore()
@@ -282,12 +285,12 @@ def _timed_rounds(trace, candidate):
 def test_timed_rounds_swap_contents_and_check_the_last_two_and_sampled_rounds(trace):
     hooks, run, live = _timed_rounds(trace, lambda a: a * 2)
     assert {10, 11} <= hooks.sampled and len(hooks.sampled) <= 5
-    assert hooks.checked == len(hooks.sampled) and hooks.mismatch == ""
+    assert hooks.checked == len(hooks.sampled) and hooks.found is None
     assert live[0].tolist() == [0.0, 1.0, 2.0, 3.0]  # the original contents are back
     assert run.armed == 2 + 12  # every call, warm-up included, ran under the watchdog
 
 
-def test_a_cache_keyed_on_the_input_tensor_is_caught_in_the_timed_rounds(trace):
+def test_a_cache_keyed_on_the_input_tensor_is_timed_result_reuse(trace):
     cache = {}
 
     def caching(a):
@@ -296,4 +299,17 @@ def test_a_cache_keyed_on_the_input_tensor_is_caught_in_the_timed_rounds(trace):
         return cache[a.data_ptr()]
 
     hooks, _, _ = _timed_rounds(trace, caching)
-    assert hooks.mismatch.startswith("timed round ")
+    assert hooks.found[0] == "timed_result_reuse"
+    assert "the candidate's result for the other timed input set" in hooks.found[1]
+
+
+def test_a_timed_output_that_is_no_earlier_result_is_nondeterministic(trace):
+    calls = []
+
+    def drifting(a):  # right on its untimed calls, off once timed: no other set's result
+        calls.append(1)
+        return a * 2 + (1.0 if len(calls) > 4 else 0.0)
+
+    hooks, _, _ = _timed_rounds(trace, drifting)
+    assert hooks.found[0] == "nondeterministic"
+    assert "from the candidate's untimed output for the same inputs" in hooks.found[1]

@@ -16,6 +16,7 @@ from public_candidates import (
     label_from_entry,
     load_run,
     load_runs,
+    same_gpu_cause,
     stratified_sample,
 )
 
@@ -368,3 +369,43 @@ def test_kernelbench_harness_imports_without_pydantic(tmp_path: Path, monkeypatc
     a, b = kbe.KernelExecResult(compiled=True), kbe.KernelExecResult()
     a.metadata["x"] = 1
     assert (a.compiled, b.compiled, b.metadata, b.runtime) == (True, False, {}, -1.0)
+
+
+@pytest.mark.parametrize(
+    ("ours", "reason", "kernelbench", "detail", "cause"),
+    [
+        (
+            "rejected",
+            "nondeterministic: two calls ...",
+            "ok",
+            "",
+            "our check (KernelBench has none)",
+        ),
+        (
+            "wrong_answer",
+            "timing input set 1: output 0: 2 of 1024 elements outside",
+            "ok",
+            "",
+            "our timed input sets (KernelBench checks only its trials)",
+        ),
+        (
+            "wrong_answer",
+            "trial 0: ...; check with strict FP32 (tf32: off; maxcode eval cuda --tf32 off)",
+            "ok",
+            "",
+            "TF32 (the verdict names it)",
+        ),
+        (
+            "ok",
+            "",
+            "wrong_answer",
+            "{'correctness_trials': '(3 / 5)'}",
+            "KernelBench's trials differ run to run",
+        ),
+        ("ok", "", "runtime_error", "CUDA error", "KernelBench's runtime error"),
+        ("ok", "", "wrong_answer", "{'correctness_trials': '(0 / 5)'}", "other"),
+    ],
+)
+def test_a_same_gpu_disagreement_gets_its_cause(ours, reason, kernelbench, detail, cause):
+    row = {"ours": ours, "reason": reason}
+    assert same_gpu_cause(row, {"kernelbench_here": kernelbench, "detail": detail}) == cause

@@ -83,7 +83,13 @@ CHECKS: dict[str, Check] = {
             "timed_result_reuse",
             "dynamic",
             "error",
-            "a timed call's output is not the result for that call's inputs",
+            "a timed call returned the result for other inputs than that call's",
+        ),
+        Check(
+            "nondeterministic",
+            "dynamic",
+            "error",
+            "two calls on identical inputs give outputs that differ beyond the tolerance",
         ),
         Check(
             "no_custom_kernel_launched",

@@ -11,6 +11,7 @@ from maxcode.evaluate.cuda.semantics import PRECISIONS, SEMANTICS
 from maxcode.loader import load
 
 SEVERITIES = ("error", "warn", "off")
+TF32_SETTINGS = ("torch-default", "off")
 
 
 @dataclass
@@ -46,6 +47,13 @@ class CudaEvalConfig:
             "choices": list(PRECISIONS),
         },
     )
+    tf32: str = field(
+        default="torch-default",
+        metadata={
+            "help": "TF32 use of the reference and the candidate: torch-default (torch's flags as shipped, as KernelBench runs: cuDNN convolutions may use TF32 tensor cores, cuBLAS matmuls do not) or off (strict FP32: cuDNN and cuBLAS TF32 off for both)",
+            "choices": list(TF32_SETTINGS),
+        },
+    )
     fast_inputs: bool = field(
         default=False,
         metadata={
@@ -76,7 +84,7 @@ class CudaEvalConfig:
     timed_output_checks: int = field(
         default=3,
         metadata={
-            "help": "timed rounds, drawn at random, whose candidate output is compared with the eager reference's for the same inputs (check timed_result_reuse)",
+            "help": "timed rounds, drawn at random (and the last two), whose candidate output is compared with its own untimed output for the same inputs (checks timed_result_reuse and nondeterministic)",
             "min": 0,
         },
     )

@@ -47,6 +47,7 @@ from maxcode.evaluate.cuda.config import CudaEvalConfig, default_cache_dir
 from maxcode.evaluate.cuda.estimator import Estimator
 from maxcode.evaluate.cuda.figures import (
     detect_cuda_arch,
+    gpu_free_mb,
     host_gpu_facts,
     reference_fits,
     speedup_figures,
@@ -57,6 +58,7 @@ from maxcode.evaluate.cuda.gpus import (
     GpuQueue,
     compile_pool_size,
     gpu_slots,
+    host_lock_path,
     visible_gpus,
     with_multicast_off,
 )
@@ -71,7 +73,8 @@ from maxcode.tasks.model import Task
 
 # 2: references' torch.compile works in the sandbox (figures cached by version 1 lack it).
 # 3: the reference is timed when a candidate of the task is first correct; the GPU is shared.
-EVALUATOR_VERSION = "3"
+# 4: the TF32 setting is part of the key (and of every figure set).
+EVALUATOR_VERSION = "4"
 # Imported by every candidate's process for torch.compile and the profiler; preloaded in the
 # zygote when a forked probe shows the GPU still works after importing them.
 FORK_SAFE_IF_PROBED = (
@@ -603,11 +606,12 @@ class CudaEvaluator:
         )
         for sub in ("logs", "runs", "build"):  # the zygote's jail carries only what exists
             (self.cache_dir / sub).mkdir(parents=True, exist_ok=True)
+        locks = {g: host_lock_path(self._facts(g).get("pci.bus_id", "")) for g in gpus}
         self._workers = [
             GpuWorker(
                 g,
                 ("torch", "maxcode.evaluate.cuda.worker"),
-                env,
+                {**env, "MAXCODE_GPU_LOCK": str(locks[g])} if locks[g] else env,
                 self.cache_dir / "logs" / f"gpu{g}.log",
                 optional_preload=FORK_SAFE_IF_PROBED,
                 probe="maxcode.evaluate.cuda.worker:gpu_probe",
@@ -617,7 +621,8 @@ class CudaEvaluator:
         for w in self._workers:
             w.jail = self.jail
             w.job_root = self.cache_dir / "runs"
-            w.keep = (self.cache_dir / "build",)
+            lock = locks[w.gpu]  # the zygote opens the GPU's lock file read-only in its jail
+            w.keep = (self.cache_dir / "build", *((lock.parent,) if lock else ()))
             w.sandbox = self.jail.level
             w.start()
         try:
@@ -647,6 +652,7 @@ class CudaEvaluator:
             task.reference_source,
             cfg.semantics,
             cfg.precision,
+            cfg.tf32,
             cfg.seed,
             [cfg.warmup, cfg.timing_trials, cfg.timing_seconds, cfg.timing_max_trials],
             [cfg.flush_l2, cfg.hold_us, cfg.hold_max_us, cfg.time_compiled_reference],
@@ -749,7 +755,10 @@ class CudaEvaluator:
             total = _number(self._facts(worker.gpu).get("memory.total"))
             budget = total * GPU_MEMORY_USABLE if total else None
             self._ledgers[worker.gpu] = GpuMemoryLedger(
-                budget, gpu_slots(self.config.gpu_concurrency), self._gpu_cond
+                budget,
+                gpu_slots(self.config.gpu_concurrency),
+                self._gpu_cond,
+                free_mb=lambda: gpu_free_mb(worker.gpu or "0"),
             )
         return self._ledgers[worker.gpu]
 
@@ -776,11 +785,18 @@ class CudaEvaluator:
             reply = worker.run(payload)
         if admitted_here and isinstance(reply.get("figures", {}), dict):
             reply.setdefault("figures", {})["gpu_admission_seconds"] = round(waited, 3)
-        if admission.shared and _sharing_may_explain(reply):
+        if _sharing_may_explain(reply) and (
+            admission.shared or _others_held_memory(reply) or _other_evaluators(reply)
+        ):
             first = f"{reply.get('status')}: {str(reply.get('reason', ''))[:200]}"
             with ledger.admit(need_mb, alone=True, urgent=urgent):
                 reply = worker.run(payload)
             reply.setdefault("figures", {})["run_alone_after"] = first
+            if reply.get("status") == "timeout" and _other_evaluators(reply):
+                reply["reason"] += (
+                    "; another evaluator process used this GPU meanwhile (outside the timed "
+                    "calls), so the verdict may be theirs"
+                )
         return reply
 
     def _job_config(self) -> dict[str, Any]:
@@ -874,6 +890,10 @@ class CudaEvaluator:
                 clause, figures["reference_fits"] = reference_fits(
                     reference.get("peak_gpu_mb"), total_mb
                 )
+            if _others_held_memory(reply):  # measured again alone, and still not alone
+                held = figures["gpu_other_processes_mb"] / 1024
+                clause = f"other processes held {held:.1f} GiB of the GPU when it ran out ({figures.get('gpu_free_mb_at_oom', 0):.0f} MiB free), so the verdict may be theirs, not the candidate's"
+                figures["memory_verdict_shared"] = True
             reply["reason"] += f"; {clause}"
             return reply
         if reference is None:
@@ -909,14 +929,14 @@ class CudaEvaluator:
             status=status,
             reason=reason,
             compile_log=compile_log,
-            figures=dict(figures or {}),
+            figures={**(figures or {}), "tf32": self.config.tf32},
             evaluator=self.name,
         )
 
     def _to_result(self, job: _Job, reply: dict[str, Any]) -> EvalResult:
         # the evaluator's own figures (compile, queue, slot and reference wait times) win over
         # a reply's: the reply is read from a directory the candidate's process could write
-        figures = {**reply.get("figures", {}), **job.figures}
+        figures = {**reply.get("figures", {}), **job.figures, "tf32": self.config.tf32}
         figures["warnings"] = job.warnings + figures.get("warnings", [])
         status = Status(reply["status"])
         if status is not Status.OK and reply.get("output_tail"):
@@ -1106,6 +1126,23 @@ def _sharing_may_explain(reply: dict[str, Any]) -> bool:
     return status in ("memory_limit", "timeout") or (
         status == "runtime_error" and "out of memory" in reason
     )
+
+
+OTHER_PROCESSES_MB = (
+    1024.0  # other processes' GPU memory, past CUDA contexts, that may explain an OOM
+)
+
+
+def _other_evaluators(reply: dict[str, Any]) -> bool:
+    """Whether another evaluator process used the GPU while the job ran (its zygote's word)."""
+    return bool((reply.get("figures") or {}).get("other_evaluators_on_gpu"))
+
+
+def _others_held_memory(reply: dict[str, Any]) -> bool:
+    """Whether other processes (another evaluator on the host) held enough of the GPU when
+    the candidate ran out of memory that they, not the candidate, may have caused it."""
+    held = _number((reply.get("figures") or {}).get("gpu_other_processes_mb")) or 0.0
+    return held > CUDA_CONTEXT_MB + OTHER_PROCESSES_MB
 
 
 def _number(text: Any) -> float | None:

@@ -59,6 +59,28 @@ def nvidia_smi(index: int | str = 0) -> dict[str, str]:
     return dict(zip(_SMI_FIELDS, values, strict=False)) if len(values) == len(_SMI_FIELDS) else {}
 
 
+def gpu_free_mb(index: int | str = 0) -> float | None:
+    """The GPU's free memory now (MiB), every process's use counted (None: not readable)."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                f"--id={index}",
+                "--query-gpu=memory.free",
+                "--format=csv,noheader,nounits",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+        return float(out.splitlines()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
 def detect_cuda_arch(index: int = 0) -> str:
     """Compute capability such as '9.0' from nvidia-smi (does not create a CUDA context)."""
     return nvidia_smi(index).get("compute_cap", "")

@@ -109,11 +109,22 @@ class GpuMemoryLedger:
     """
 
     def __init__(
-        self, budget_mb: float | None, slots: int, cond: threading.Condition | None = None
+        self,
+        budget_mb: float | None,
+        slots: int,
+        cond: threading.Condition | None = None,
+        free_mb: Callable[[], float | None] | None = None,
     ):
         self.budget_mb = budget_mb  # None: the GPU's memory is unknown, count slots only
         self.slots = slots
         self.cond = cond or threading.Condition()
+        # the GPU's free memory as read now, other processes' use included (other evaluators
+        # on the host): a job waits until its estimate is free, at most FOREIGN_WAIT_S when
+        # none of this ledger's jobs runs (then it goes in, and a verdict that memory could
+        # explain says what other processes held)
+        self.free_mb = free_mb
+        self._short_since: float | None = None
+        self._free_read: tuple[float, float | None] = (-1e9, None)
         self._running: dict[int, Admission] = {}
         self._used = 0.0
         self._tokens = 0
@@ -132,14 +143,30 @@ class GpuMemoryLedger:
         waits, only urgent jobs may."""
         if self._urgent_waiting and not urgent:
             return False
-        if not self._running:
-            return True
-        return not (
+        if self._running and (
             alone
             or len(self._running) >= self.slots
             or any(a.alone for a in self._running.values())
             or (self.budget_mb is not None and self._used + self.need(need_mb) > self.budget_mb)
-        )
+        ):
+            return False
+        return self._free_for(self.need(need_mb))
+
+    def _free_for(self, need: float) -> bool:
+        """Whether the GPU's free memory (read at most once a FREE_RECHECK_S) holds ``need``;
+        with none of this ledger's jobs running, a job waits for that FOREIGN_WAIT_S at most."""
+        if self.free_mb is None:
+            return True
+        now = time.monotonic()
+        if now - self._free_read[0] >= FREE_RECHECK_S:
+            self._free_read = (now, self.free_mb())
+        free = self._free_read[1]
+        if free is None or need <= free:
+            self._short_since = None
+            return True
+        if self._short_since is None:
+            self._short_since = now
+        return not self._running and now - self._short_since >= FOREIGN_WAIT_S
 
     def enter(self, need_mb: float | None, alone: bool = False) -> Admission:
         """Count a job in (call with ``cond`` held, after ``fits``)."""
@@ -169,7 +196,7 @@ class GpuMemoryLedger:
             self._urgent_waiting += urgent
             try:
                 while not self.fits(need_mb, alone, urgent):
-                    self.cond.wait()
+                    self.cond.wait(FREE_RECHECK_S if self.free_mb else None)
             finally:
                 self._urgent_waiting -= urgent
                 self.cond.notify_all()
@@ -179,6 +206,9 @@ class GpuMemoryLedger:
         finally:
             self.leave(admission)
 
+
+FREE_RECHECK_S = 1.0  # the GPU's free memory is read again at most this often while jobs wait
+FOREIGN_WAIT_S = 60.0  # a job waits this long at most for memory other processes hold
 
 MAX_OVERTAKES = 8
 """How many later jobs may start before a waiting job that does not fit yet; then none may."""
@@ -232,7 +262,10 @@ class GpuQueue:
                     waiting = self._jobs.pop(index)
                     return waiting.job, ledger.enter(waiting.need_mb)
                 holding = any(self.held(waiting.job) for waiting in self._jobs)
-                self.cond.wait(HELD_RECHECK_S if holding else None)
+                recheck = HELD_RECHECK_S if holding else None
+                if ledger.free_mb is not None and self._jobs:  # free memory is read, not told
+                    recheck = min(recheck or FREE_RECHECK_S, FREE_RECHECK_S)
+                self.cond.wait(recheck)
 
     def _first_fitting(self, ledger: GpuMemoryLedger) -> int | None:
         for i, waiting in enumerate(self._jobs):
@@ -308,3 +341,99 @@ def pinned_gpu(slots_dir: Path) -> Iterator[str | None]:
                 os.environ.pop("CUDA_VISIBLE_DEVICES", None)
             else:
                 os.environ["CUDA_VISIBLE_DEVICES"] = previous
+
+
+def host_lock_dir() -> Path:
+    """Where every evaluator process on this host finds the GPUs' lock files."""
+    return Path(os.environ.get("MAXCODE_GPU_LOCK_DIR", "/tmp/maxcode-gpu-locks"))
+
+
+def host_lock_path(bus_id: str) -> Path | None:
+    """The lock file of the GPU at PCI ``bus_id``, made if missing (None: no bus id, or no
+    directory can be made): readable by every user, as evaluators of several users may share
+    the GPU."""
+    if not bus_id:
+        return None
+    directory = host_lock_dir()
+    path = directory / f"{bus_id.replace(':', '_').lower()}.lock"
+    try:
+        directory.mkdir(mode=0o1777, parents=True, exist_ok=True)
+        for file in (path, path.with_suffix(".turn")):
+            if not file.exists():
+                file.touch(mode=0o644)
+    except OSError:
+        return None
+    return path
+
+
+class HostGpuLock:
+    """The advisory lock of one GPU that every evaluator process on the host honours: a
+    process holds it shared while any of its candidates does shared GPU work and exclusively
+    while one is timed, so no timing overlaps another process's timing or GPU work. A process
+    waiting to time holds the turnstile file, and a process takes the lock shared only past
+    the turnstile, so a stream of shared work elsewhere cannot hold a timing off for good.
+    Every call is non-blocking: the caller (the zygote's poll loop) asks again."""
+
+    def __init__(self, path: Path):
+        self.main = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self.turn = os.open(path.with_suffix(".turn"), os.O_RDONLY | os.O_CLOEXEC)
+        self.mode = ""  # "", "shared" or "exclusive"
+        self.in_turn = False
+        self.refusals = 0  # tries another process's hold refused: it was using this GPU
+
+    def fds(self) -> tuple[int, int]:
+        return self.main, self.turn
+
+    def _try(self, fd: int, how: int) -> bool:
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.refusals += 1
+            return False
+        return True
+
+    def try_shared(self) -> bool:
+        """Hold the lock shared (or more); False while another process times or waits to."""
+        if self.in_turn:  # this process waits to time: no new shared work meanwhile
+            return False
+        if self.mode:
+            return self._try(self.turn, fcntl.LOCK_SH) and self._pass_turn()
+        if not self._try(self.turn, fcntl.LOCK_SH):
+            return False
+        got = self._try(self.main, fcntl.LOCK_SH)
+        self._pass_turn()
+        if got:
+            self.mode = "shared"
+        return got
+
+    def _pass_turn(self) -> bool:
+        fcntl.flock(self.turn, fcntl.LOCK_UN)
+        return True
+
+    def try_exclusive(self) -> bool:
+        """Hold the lock exclusively, taking the turnstile first and keeping it until then."""
+        if self.mode == "exclusive":
+            return True
+        if not self.in_turn:
+            if not self._try(self.turn, fcntl.LOCK_EX):
+                return False
+            self.in_turn = True
+        if self.mode == "shared":
+            fcntl.flock(self.main, fcntl.LOCK_UN)
+            self.mode = ""
+        if not self._try(self.main, fcntl.LOCK_EX):
+            return False
+        self.mode = "exclusive"
+        fcntl.flock(self.turn, fcntl.LOCK_UN)
+        self.in_turn = False
+        return True
+
+    def release(self) -> None:
+        """Let go of the lock (shared or exclusive); a turnstile held for a timing stays."""
+        if self.mode:
+            fcntl.flock(self.main, fcntl.LOCK_UN)
+            self.mode = ""
+
+    def close(self) -> None:
+        for fd in self.fds():
+            os.close(fd)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from maxcode.evaluate.cuda.gpus import HostGpuLock
 from maxcode.evaluate.sandbox import (
     JAIL_TMPFS_MB,
     Confinement,
@@ -150,6 +151,7 @@ class _Child:
     stopped: bool = False
     verdict: dict[str, Any] | None = None
     inputs_wait_s: float = 0.0  # how long its launch waited for its task's inputs made ahead
+    lock_refusals: int = 0  # the host lock's refusals when it started (another process's work)
 
     def hold(self, now: float) -> None:
         if self.held == 0:
@@ -180,8 +182,11 @@ class Supervisor:
     already running.
     """
 
-    def __init__(self, store: InputStore | None = None) -> None:
+    def __init__(
+        self, store: InputStore | None = None, host_lock: HostGpuLock | None = None
+    ) -> None:
         self.store = store  # tasks' correctness inputs made ahead (in the zygote)
+        self.host_lock = host_lock  # the GPU's lock shared with other evaluator processes
         self.children: dict[int, _Child] = {}
         self.shared: set[int] = set()
         self.waiting_shared: list[int] = []
@@ -206,6 +211,8 @@ class Supervisor:
         os.set_blocking(req_r, False)
         child = _Child(job, pid, time.monotonic(), watchdog, req_r, grant_w)
         child.inputs_wait_s = inputs_wait_s
+        if self.host_lock is not None:
+            child.lock_refusals = self.host_lock.refusals
         self.children[pid] = child
         if self.holder is not None:  # a timing is running: the newcomer waits with the rest
             self._stop(child, time.monotonic())
@@ -215,6 +222,10 @@ class Supervisor:
         self, job: dict[str, Any], job_dir: Path, watchdog: Watchdog, gate: Gate
     ) -> None:
         global _child_watchdog, _child_gate
+        if self.host_lock is not None:  # the host's GPU lock is the zygote's alone
+            for fd in self.host_lock.fds():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         for other in self.children.values():  # a neighbour's watchdog and gate are not its own
             other.watchdog.close()
             for fd in (other.requests, other.grants):
@@ -265,6 +276,8 @@ class Supervisor:
         for fd in readable:
             if fd in by_fd:
                 self._serve(by_fd[fd], now)
+        if self.host_lock is not None:  # what waits for another process's lock asks again
+            self._advance(now)
         finished = []
         for child in list(self.children.values()):
             reply = self._check(child, now)
@@ -333,6 +346,11 @@ class Supervisor:
         verdict["figures"]["peak_rss_mb"] = round(child.peak_kb / 1024, 1)
         if child.inputs_wait_s:
             verdict["figures"]["inputs_ready_wait_seconds"] = round(child.inputs_wait_s, 3)
+        # set here, after the child's own figures: whether another evaluator process used the
+        # GPU while this job ran (its hold of the host lock refused one of this zygote's)
+        verdict["figures"]["other_evaluators_on_gpu"] = bool(
+            self.host_lock is not None and self.host_lock.refusals > child.lock_refusals
+        )
         verdict["output_tail"] = _tail(job_dir / "output.log")
         return verdict
 
@@ -358,7 +376,7 @@ class Supervisor:
                 or child.pid == self.holder
             )  # a request out of turn (only a hostile child sends one) is ignored
             if byte == ENTER_SHARED and not asking:
-                if self.holder is None and not self.waiting_exclusive:
+                if self.holder is None and not self.waiting_exclusive and self._host_shared():
                     self._grant(child, shared=True)
                 elif child.pid not in self.waiting_shared:
                     self.waiting_shared.append(child.pid)
@@ -381,7 +399,12 @@ class Supervisor:
     def _advance(self, now: float) -> None:
         """Grant what can be granted: the next timing once no shared stretch runs, else the
         shared stretches that waited."""
-        if self.holder is None and self.waiting_exclusive and not self.shared:
+        if (
+            self.holder is None
+            and self.waiting_exclusive
+            and not self.shared
+            and (self.host_lock is None or self.host_lock.try_exclusive())
+        ):
             pid = self.waiting_exclusive.pop(0)
             holder = self.children[pid]
             holder.release(now)
@@ -390,12 +413,23 @@ class Supervisor:
                 if other.pid != pid:
                     self._stop(other, now)
             self._grant(holder, shared=False)
-        if self.holder is None and not self.waiting_exclusive:
+        if (
+            self.holder is None
+            and not self.waiting_exclusive
+            and self.waiting_shared
+            and self._host_shared()
+        ):
             for pid in self.waiting_shared:
                 waiting = self.children[pid]
                 waiting.release(now)
                 self._grant(waiting, shared=True)
             self.waiting_shared = []
+        if self.host_lock is not None and self.holder is None and not self.shared:
+            self.host_lock.release()  # nothing of ours on the GPU: other processes may time
+
+    def _host_shared(self) -> bool:
+        """Whether the host's GPU lock lets this process do shared GPU work now."""
+        return self.host_lock is None or self.host_lock.try_shared()
 
     def _stop(self, child: _Child, now: float) -> None:
         if not child.stopped:
@@ -406,6 +440,8 @@ class Supervisor:
 
     def _end_exclusive(self, now: float) -> None:
         self.holder = None
+        if self.host_lock is not None:
+            self.host_lock.release()
         for other in self.children.values():
             if other.stopped:
                 other.stopped = False
@@ -678,7 +714,8 @@ def _serve_jobs(out: Any) -> None:
     from maxcode.evaluate.cuda.trial_inputs import InputStore  # torch: the zygote has it
 
     store = InputStore("maxcode.evaluate.cuda.worker:trial_input_maker", _jail_this_child)
-    supervisor = Supervisor(store)
+    lock_path = os.environ.get("MAXCODE_GPU_LOCK", "")
+    supervisor = Supervisor(store, HostGpuLock(Path(lock_path)) if lock_path else None)
     waiting: list[tuple[dict[str, Any], float]] = []  # jobs whose inputs are being made
     pending = b""
     last_said = time.monotonic()

@@ -17,6 +17,7 @@ import statistics
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,12 +174,15 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             "memory_limit",
             f"out of GPU memory during {run.current_stage}: {_describe(err)}",
         )
+        run.figures.update(gpu_memory_at_oom())
     except Exception as err:  # e.g. a sticky CUDA error the candidate caused, surfacing later
         status, reason = "runtime_error", f"evaluation failed: {_describe(err)}"
         run.figures["traceback"] = traceback.format_exc()[-3000:]
     run.disarm()
     run.stop_input_helpers()
     run.record_gpu_memory()
+    if status in ("wrong_answer", "rejected"):
+        reason += run.tf32_note()
     return {
         "status": status,
         "reason": reason,
@@ -232,6 +236,62 @@ def set_seed(seed: int) -> None:
     torch.cuda.manual_seed(seed)
 
 
+def apply_tf32(setting: str) -> None:
+    """``off``: strict FP32 in cuDNN and cuBLAS for everything this process runs, the reference
+    and the candidate alike; ``torch-default`` leaves torch's flags as shipped (cuDNN may use
+    TF32 for FP32 convolutions, cuBLAS does not for FP32 matmuls), as KernelBench runs."""
+    if setting == "off":
+        with warnings.catch_warnings():  # newer torch prefers fp32_precision; both still work
+            warnings.simplefilter("ignore")
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_tf32 = False
+
+
+CUDNN_TF32_OPS = frozenset(
+    {
+        "convolution",
+        "_convolution",
+        "cudnn_convolution",
+        "cudnn_convolution_transpose",
+        "_cudnn_rnn",
+    }
+)
+CUBLAS_TF32_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear"})
+
+
+def tf32_ops(ops: set[str], precision: str) -> list[str]:
+    """The ops of ``ops`` that cuDNN or cuBLAS may run on TF32 tensor cores under the flags
+    in force now (FP32 only)."""
+    if precision != "fp32":
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cudnn = torch.backends.cudnn.allow_tf32
+        cublas = (
+            torch.backends.cuda.matmul.allow_tf32
+            or torch.get_float32_matmul_precision() != "highest"
+        )
+    allowed = (CUDNN_TF32_OPS if cudnn else frozenset()) | (
+        CUBLAS_TF32_OPS if cublas else frozenset()
+    )
+    return sorted(ops & allowed)
+
+
+def gpu_memory_at_oom() -> dict[str, float]:
+    """The GPU's free memory when this process ran out, and what this process held: the rest
+    was held by other processes (``gpu_other_processes_mb``), which the evaluator weighs
+    before blaming the candidate."""
+    try:
+        free, total = torch.cuda.mem_get_info()
+    except Exception:  # a context too broken to ask: nothing to say
+        return {}
+    own = torch.cuda.memory_reserved()
+    return {
+        "gpu_free_mb_at_oom": round(free / 2**20, 1),
+        "gpu_other_processes_mb": round(max(0, total - free - own) / 2**20, 1),
+    }
+
+
 def trial_input_maker(job_dir: Path) -> tuple[int | None, Callable[[int], list[Any]]]:
     """For a maker of the GPU worker's input store (trial_inputs.InputStore): the bytes of
     one trial of the task's correctness inputs, and how KernelBench makes a trial's inputs."""
@@ -265,6 +325,7 @@ class _Run:
             "semantics": self.cfg.semantics,
             "kernelbench_commit": self.semantics.kernelbench_commit,
             "precision": self.precision,
+            "tf32": self.cfg.tf32,
         }
         self.builds: list[BuildOutcome] = []
         self.helpers: TrialHelpers | None = None  # forked only for large correctness inputs
@@ -309,6 +370,7 @@ class _Run:
     # -- stages ---------------------------------------------------------------------------
     def setup(self) -> None:
         torch.cuda.set_device(0)
+        apply_tf32(self.cfg.tf32)  # before the torch snapshot: the setting is the harness's
         self.env = gpu_environment(self.job.get("gpu_facts") or {})
         self.figures["env"] = self.env
         self.device = torch.device("cuda", 0)
@@ -618,19 +680,60 @@ class _Run:
             self.stop_input_helpers()  # those still making later trials' inputs
             self.figures["stage_seconds"]["correctness_inputs"] = round(waited, 3)
         with self.gate.shared():
-            self.sample_inputs = self.inputs("timing")
+            self.check_timed_sets()
+
+    def check_timed_sets(self) -> None:
+        """The two input sets the timing swaps between are correctness input sets too (against
+        the reference, at the tolerance: ``wrong_answer``), and the candidate's own untimed
+        outputs for them are kept: each checked timed output is compared with the one for
+        its own inputs, so a timed call is judged against the candidate, not the tolerance."""
+        self.sample_inputs = self.inputs("timing")
+        self.spare_inputs = self.inputs("timing-alt")
+        first = len(self.trial_seeds)
+        self.untimed: list[list[Any]] = []
+        for k, inputs in enumerate((self.sample_inputs, self.spare_inputs)):
+            outs = self.checked_call(inputs, first + k, f"timing input set {k}")
+            self.untimed.append([_clone(o) for o in outs])
+            del outs
 
     def trial(self, i: int, trial_seed: int, on_cpu: list[Any] | None, forbid: bool) -> None:
-        """One correctness trial: the reference first, then the candidate, on the same inputs."""
+        """One correctness trial: the reference first, then the candidate, on the same inputs;
+        the first trial's inputs a second time, for ``nondeterministic``."""
         inputs = self.trial_inputs(trial_seed, on_cpu)
         set_seed(trial_seed)  # KernelBench seeds again before moving each model
         set_seed(trial_seed)
+        record = forbid and i == 0 and self.enabled("torch_compute_in_forward")
+        outs = self.checked_call(inputs, i, f"trial {i}", record, record_reference=i == 0)
+        if i == 0 and self.enabled("nondeterministic"):
+            first = [_clone(o) for o in outs]
+            del outs
+            again = _flatten(self.call_candidate(inputs))
+            problem = self.repeat_difference(first, again)
+            if problem:
+                self.finding("nondeterministic", f"two calls on the inputs of trial 0: {problem}")
+            del first, again
+        del inputs
+
+    def checked_call(
+        self,
+        inputs: list[Any],
+        index: int,
+        label: str,
+        record: bool = False,
+        record_reference: bool = False,
+    ) -> list[Any]:
+        """The reference, then the candidate, on ``inputs``: the candidate's outputs once its
+        call passed every check; ``wrong_answer`` naming ``label`` when they do not match."""
         t0 = _perf_counter()
-        ref_out = _flatten(self.model(*inputs))
+        if record_reference:  # which of its ops may run on TF32 tensor cores (tf32_note)
+            with _OpRecorder() as seen:
+                ref_out = _flatten(self.model(*inputs))
+            self.reference_ops = seen.ops
+        else:
+            ref_out = _flatten(self.model(*inputs))
         _synchronize()
         self.ref_call_s = max(self.ref_call_s or 0.0, _perf_counter() - t0)
         saved = [_input_snapshot(v) for v in inputs]
-        record = forbid and i == 0 and self.enabled("torch_compute_in_forward")
         out = self.call_candidate(inputs, record_ops=record)
         if record:
             compute = sorted(self.ops - VIEW_AND_ALLOC_OPS)
@@ -653,11 +756,46 @@ class _Run:
                         and _overlaps(o, v)
                     ):
                         self.finding("output_aliases_input", f"output shares memory with input {j}")
-        verdict = self.compare(ref_out, outs, i)
-        del ref_out, outs, out, inputs, saved
-        self.tests.append(verdict)
+        verdict = self.compare(ref_out, outs, index)
+        del ref_out, out, saved
+        if index < len(self.trial_seeds) or verdict["status"] != "ok":
+            self.tests.append(verdict)
         if verdict["status"] != "ok":
-            raise Failed("wrong_answer", f"trial {i}: {verdict['reason']}")
+            raise Failed("wrong_answer", f"{label}: {verdict['reason']}")
+        return outs
+
+    def repeat_difference(self, first: list[Any], again: list[Any]) -> str:
+        """What differs beyond the semantics' tolerance between two calls' outputs on
+        identical inputs ("" if nothing); the largest difference goes to the figures."""
+        if len(first) != len(again):
+            return f"{len(first)} output tensor(s), then {len(again)}"
+        tol = self.semantics.tolerance(self.precision)
+        for k, (a, b) in enumerate(zip(first, again, strict=True)):
+            if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+                continue
+            if a.shape != b.shape or a.dtype != b.dtype:
+                return f"output {k}: {tuple(a.shape)} {a.dtype}, then {tuple(b.shape)} {b.dtype}"
+            atol = rtol = tol if a.is_floating_point() else 0.0
+            c = _closeness(b, a, atol, rtol, self.semantics.equal_nan)
+            largest = max(self.figures.get("repeat_max_abs_diff", 0.0), c.max_abs)
+            self.figures["repeat_max_abs_diff"] = largest
+            if c.n_bad:
+                return f"output {k}: {c.n_bad} of {a.numel()} elements differ beyond atol={atol:g} rtol={rtol:g}, largest difference {c.max_abs:.3g}"
+        return ""
+
+    def tf32_note(self) -> str:
+        """For a failed candidate: whether the reference ran ops that use TF32 tensor cores
+        under the flags this run had, so that the verdict may follow the GPU's cuDNN or cuBLAS
+        algorithm rather than the candidate (figures ``reference_tf32_ops``)."""
+        ops = tf32_ops(getattr(self, "reference_ops", set()), self.precision)
+        if not ops:
+            return ""
+        self.figures["reference_tf32_ops"] = ops
+        return (
+            f"; the reference ran {', '.join(ops)} with TF32 allowed (tf32: {self.cfg.tf32}), so "
+            "this verdict may depend on the GPU's cuDNN/cuBLAS algorithm: check with strict FP32 "
+            "(tf32: off; maxcode eval cuda --tf32 off)"
+        )
 
     def compare(self, ref: list[Any], new: list[Any], index: int) -> dict[str, Any]:
         """torch.allclose at the semantics' tolerance for the precision, on the GPU, in chunks."""
@@ -874,12 +1012,12 @@ class _Run:
         check. The speedups come later, from the evaluator (``figures.speedup_figures``)."""
         self.ref.Model.forward = self.original_ref_forward
         inputs = self.sample_inputs
-        hooks = _TimedRounds(self, inputs, self.inputs("timing-alt"))
+        hooks = _TimedRounds(self, inputs, self.spare_inputs)
         times = self.timed({"candidate": self.model_new}, inputs, hooks)
         hooks.restore()
         self.check_patches("during timing")
-        if hooks.mismatch and self.enabled("timed_result_reuse"):
-            self.finding("timed_result_reuse", hooks.mismatch)
+        if hooks.found and self.enabled(hooks.found[0]):
+            self.finding(*hooks.found)
         self.figures["timed_outputs_checked"] = hooks.checked
         summary = self.summarize(times)
         t0 = time.monotonic()
@@ -960,7 +1098,9 @@ class RoundHooks:
 class _TimedRounds(RoundHooks):
     """Watchdog on every call; the inputs' contents swap between two sets every round (same
     tensors, so a cache keyed on the tensor returns the other set's result); on a few rounds
-    drawn at random the candidate's output is compared with the eager reference's."""
+    drawn at random the candidate's output is compared with its own untimed output for the
+    same contents (``_Run.untimed``): one that matches the other set's instead is
+    ``timed_result_reuse``, any other difference beyond the tolerance ``nondeterministic``."""
 
     def __init__(self, run: _Run, live: list[Any], spare: list[Any]):
         self.run, self.live, self.spare = run, live, spare
@@ -968,7 +1108,7 @@ class _TimedRounds(RoundHooks):
         self.sampled: set[int] = set()
         self.kept: Any = None
         self.checked = 0
-        self.mismatch = ""
+        self.found: tuple[str, str] | None = None  # (check id, message) of the first mismatch
 
     def plan(self, trials: int) -> None:
         rng = random.Random(self.run.seed_for("timed-output-checks"))
@@ -998,7 +1138,7 @@ class _TimedRounds(RoundHooks):
 
     def call_end(self, name: str, t: int, out: Any) -> None:
         self.run.disarm()
-        if t in self.sampled and not self.mismatch:
+        if t in self.sampled and self.found is None:
             self.kept = _flatten(out)
 
     def round_end(self, t: int) -> None:
@@ -1007,12 +1147,22 @@ class _TimedRounds(RoundHooks):
         if self.kept is None:
             return
         new, self.kept = self.kept, None
-        ref = _flatten(self.run.model(*self.live))
-        verdict = self.run.compare(ref, new, -1)
+        own, other = self.run.untimed[::-1] if self.swapped else self.run.untimed
         self.checked += 1
-        if verdict["status"] != "ok":
-            self.mismatch = f"timed round {t}: {verdict['reason']} (the same calls passed the correctness trials)"
-        del ref, new
+        problem = self.run.repeat_difference(own, new)
+        if problem and not _same_outputs(
+            other, new, self.run.semantics.tolerance(self.run.precision)
+        ):
+            self.found = (
+                "nondeterministic",
+                f"timed round {t}: {problem} from the candidate's untimed output for the same inputs",
+            )
+        elif problem:
+            self.found = (
+                "timed_result_reuse",
+                f"timed round {t}: the output is the candidate's result for the other timed input set, not for this call's inputs ({problem} from its result for these)",
+            )
+        del new
 
 
 class Timings(NamedTuple):
@@ -1234,6 +1384,21 @@ def _flatten(out: Any) -> list[Any]:
     if isinstance(out, tuple | list):
         return [x for o in out for x in _flatten(o)]
     return [out]
+
+
+def _same_outputs(a: list[Any], b: list[Any], tol: float) -> bool:
+    """Whether two calls' outputs agree within ``tol`` (atol = rtol; exact for integers)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+            continue
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        t = tol if x.is_floating_point() else 0.0
+        if _closeness(y, x, t, t, True).n_bad:
+            return False
+    return True
 
 
 def _clone(v: Any) -> Any:
