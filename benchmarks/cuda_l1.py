@@ -10,18 +10,19 @@ then says what we make of each. Never commit the set; point ``--h100`` (or ``$KB
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from maxcode.errors import CorpusFormatError
+from maxcode.runs.layouts import number, read_json_stream
 from maxcode.tasks.model import Task
 
 VARIANTS = ("custom_code", "cuda_graph_code", "cudnn_code")
 
 
-class CudaL1Error(ValueError):
-    """The set cannot be read; the message names the file, the place and the fix."""
+CudaL1Error = CorpusFormatError
+"""The set cannot be read; the message names the file, the place and the fix."""
 
 
 @dataclass(frozen=True)
@@ -59,28 +60,8 @@ SCORE_OF = {
 
 
 def read_rows(path: Path) -> list[dict]:
-    """Every JSON object in the file, whatever the line breaks between or inside them."""
-    path = Path(path)
-    if not path.is_file():
-        raise CudaL1Error(
-            f"{path}: no such file; point --h100 at CUDA-L1's optimized_cuda_code/h100.json"
-        )
-    text = path.read_text()
-    decoder = json.JSONDecoder()
-    rows, pos = [], 0
-    while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos == len(text):
-            return rows
-        try:
-            row, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as err:
-            line = text.count("\n", 0, err.pos) + 1
-            raise CudaL1Error(f"{path}: line {line}: not JSON ({err.msg})") from err
-        if not isinstance(row, dict):
-            raise CudaL1Error(f"{path}: value {len(rows) + 1} is not an object")
-        rows.append(row)
+    """Every JSON object in the file, whatever the line breaks (the corpus's CUDA-L1 reader)."""
+    return read_json_stream(path)
 
 
 def load_candidates(
@@ -94,7 +75,7 @@ def load_candidates(
         missing = [k for k in ("level_id", "task_id", "ref_code") if k not in row]
         if missing:
             raise CudaL1Error(f"{path}: object {i} lacks {missing}")
-        if row["level_id"] not in levels or not row.get(variant):
+        if int(row["level_id"]) not in levels or not row.get(variant):
             continue
         score = row.get(SCORE_OF[variant])
         out.append(
@@ -103,7 +84,7 @@ def load_candidates(
                 task_id=int(row["task_id"]),
                 reference=row["ref_code"],
                 code=row[variant],
-                score=float(score) if isinstance(score, int | float) else None,
+                score=number(score),
             )
         )
     return sorted(out, key=lambda c: (c.level, c.task_id))

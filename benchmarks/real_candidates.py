@@ -12,19 +12,21 @@ part of the project: point the paths (or ``$KB``) at a local copy, never commit 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from maxcode.errors import CorpusFormatError
+from maxcode.runs.kernelbench_format import compiler_error, first_line, kernelbench_label
+from maxcode.runs.layouts import kernelbench_entries
 from maxcode.tasks.kernelbench import load_problem_file
 from maxcode.tasks.model import Task
 
+__all__ = ["compiler_error", "first_line"]  # the label rules' helpers, read from here by benchmarks
+
 VERDICTS = ("compile_error", "runtime_error", "wrong_answer", "ok")
 """Label classes, in the order tables print them (KernelBench reports no timeout or rejection)."""
-
-KERNEL_RE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
 
 
 class CorpusError(ValueError):
@@ -64,88 +66,41 @@ class RealCandidate:
 
 
 def label_from_entry(entry: dict) -> Label:
-    """Map one ``eval_results.json`` entry to a verdict class.
-
-    KernelBench sets ``compiled`` false also for a CUDA error raised while loading the module
-    (``cuda_error``): that is a crash, so any runtime or CUDA error counts as ``runtime_error``
-    before ``compiled`` is looked at.
-    """
-    meta = entry.get("metadata") or {}
-    if "compiled" not in entry or "correctness" not in entry:
-        raise CorpusError("entry lacks 'compiled' or 'correctness'")
-    if "runtime_error" in meta or "cuda_error" in meta:
-        verdict, error = "runtime_error", meta.get("runtime_error") or meta.get("cuda_error")
-    elif not entry["compiled"]:
-        verdict, error = "compile_error", compiler_error(str(meta.get("compilation_error", "")))
-    elif entry["correctness"]:
-        verdict, error = "ok", ""
-    else:
-        verdict, error = "wrong_answer", meta.get("correctness_issue", "")
-    runtime = entry.get("runtime")
+    """The verdict class of one ``eval_results.json`` entry, by the corpus's label rules."""
+    try:
+        label = kernelbench_label(entry)
+    except CorpusFormatError as err:
+        raise CorpusError(str(err)) from err
     return Label(
-        verdict=verdict,
-        error=first_line(str(error or "")),
-        hardware=str(meta.get("hardware", "")),
-        runtime_ms=float(runtime) if verdict == "ok" and runtime not in (None, -1) else None,
+        verdict=label.verdict, error=label.error, hardware=label.gpu, runtime_ms=label.runtime_ms
     )
 
 
-COMPILER_DIAGNOSTIC = re.compile(r"(?:^|/)([\w.-]+\(\d+\): error: .*|[\w.-]+:\d+:\d+: error: .*)$")
-
-
-def compiler_error(text: str) -> str:
-    """The first compiler diagnostic of a failed build (its path cut to the file name); the
-    harness's first line (``Error building extension 'x': <the nvcc command>``) when none."""
-    for line in text.splitlines()[1:]:
-        m = COMPILER_DIAGNOSTIC.search(line.strip())
-        if m:
-            return f"{text.split(':', 1)[0]}: {m.group(1)}"
-    return text
-
-
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0][:300] if text.strip() else ""
-
-
 def load_run(run_dir: Path, problems: Path, upstream: Path | None = None) -> list[RealCandidate]:
-    """Every labelled candidate of one run folder, sorted by level then problem id."""
+    """Every labelled sample-0 candidate of one run folder, sorted by level then problem id."""
     run_dir = Path(run_dir)
-    results_path = run_dir / "eval_results.json"
-    if not results_path.is_file():
-        raise CorpusError(
-            f"{results_path}: missing; a KernelBench run folder holds eval_results.json beside the kernels"
-        )
     try:
-        results = json.loads(results_path.read_text())
-    except json.JSONDecodeError as err:
-        raise CorpusError(f"{results_path}: not JSON (line {err.lineno}): {err.msg}") from err
-    if not isinstance(results, dict):
-        raise CorpusError(f"{results_path}: expected an object keyed by problem id")
+        entries = [(f, e) for f, e in kernelbench_entries(run_dir) if f.sample == 0]
+    except CorpusFormatError as err:
+        raise CorpusError(str(err)) from err
     out = []
-    for kernel in sorted(run_dir.glob("level_*_kernel.py")):
-        m = KERNEL_RE.match(kernel.name)
-        if not m or int(m.group(3)) != 0:
-            continue
-        level, pid = int(m.group(1)), int(m.group(2))
-        entry = results.get(str(pid))
-        if isinstance(entry, list):  # several samples per problem: keep sample 0
-            entry = next((e for e in entry if e.get("sample_id", 0) == 0), None)
-        if entry is None:
-            continue  # generated but never evaluated: no label to compare with
+    for f, entry in entries:
         try:
             label = label_from_entry(entry)
         except CorpusError as err:
-            raise CorpusError(f"{results_path}: problem {pid}: {err}") from err
-        problem = problem_path(Path(problems), level, pid)
+            raise CorpusError(
+                f"{run_dir / 'eval_results.json'}: problem {f.problem_id}: {err}"
+            ) from err
+        problem = problem_path(Path(problems), f.level, f.problem_id)
         out.append(
             RealCandidate(
                 run=run_dir.name,
-                level=level,
-                problem_id=pid,
-                kernel_file=kernel,
+                level=f.level,
+                problem_id=f.problem_id,
+                kernel_file=f.path,
                 problem_file=problem,
                 label=label,
-                differs_from_upstream=_differs(problem, upstream, level),
+                differs_from_upstream=_differs(problem, upstream, f.level),
             )
         )
     return sorted(out, key=lambda c: (c.level, c.problem_id))

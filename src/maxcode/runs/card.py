@@ -13,8 +13,9 @@ from collections import Counter, defaultdict
 from maxcode.runs.record import CorpusRecord
 
 
-def _count(items) -> dict:
-    return dict(sorted(Counter(items).items(), key=lambda kv: str(kv[0])))
+def _count(items) -> dict[str, int]:
+    """Counts keyed by text, so the card reads the same from memory and from card.json."""
+    return dict(sorted(Counter(str(i) for i in items).items()))
 
 
 def make_card(records: list[CorpusRecord], sources: list[dict], skipped: dict, read: dict) -> dict:
@@ -32,12 +33,14 @@ def make_card(records: list[CorpusRecord], sources: list[dict], skipped: dict, r
             "per_model": _count(a.model for _, a in mine),
             "per_label": _count(a.label.verdict for _, a in mine),
             "unusable_labels": sum(not a.label.usable for _, a in mine),
-            "unusable_reasons": _count(a.label.unusable_reason for _, a in mine if not a.label.usable),
+            "unusable_reasons": _count(
+                a.label.unusable_reason for _, a in mine if not a.label.usable
+            ),
             "gpus": _count(a.label.gpu or "unknown" for _, a in mine),
             "multi_turn_attempts": sum(bool(a.trajectory) for _, a in mine),
             "reference_differs": _count(
-                {None: "not published", True: "differs", False: "same"}[r.reference_differs]
-                for r, _ in mine
+                {None: "not published", True: "differs", False: "same"}[a.reference_differs]
+                for _, a in mine
             ),
             "extraction": {
                 "raw_responses": len(ext),
@@ -91,7 +94,9 @@ def card_markdown(card: dict) -> str:
         lines.append(f"- skipped: {key}: {n}")
     lines += ["", "| level | problems | >= 4 programs | >= 8 programs |", "|---|---|---|---|"]
     for level, p in card["problems_per_level"].items():
-        lines.append(f"| {level} | {p['problems']} | {p['with_at_least_4']} | {p['with_at_least_8']} |")
+        lines.append(
+            f"| {level} | {p['problems']} | {p['with_at_least_4']} | {p['with_at_least_8']} |"
+        )
     lines += [
         "",
         "| source | commit | attempts | programs | per level | labels | unusable | GPUs | reference vs checkout |",
@@ -121,7 +126,9 @@ def card_markdown(card: dict) -> str:
     for repo, s in card["by_source"].items():
         e = s["extraction"]
         if e["raw_responses"]:
-            lines.append(f"| {repo} | {e['raw_responses']} | {e['agree']} | {_inline(e['kinds'])} |")
+            lines.append(
+                f"| {repo} | {e['raw_responses']} | {e['agree']} | {_inline(e['kinds'])} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from maxcode.errors import CorpusFormatError
-from maxcode.llm.extract import extract_code
+from maxcode.llm.extract import extract_code, is_program
 from maxcode.records import atomic_write_json, atomic_write_text
 from maxcode.runs.card import card_markdown, make_card
 from maxcode.runs.layouts import LAYOUTS, Found
@@ -74,20 +74,31 @@ def same_text(a: str, b: str) -> bool:
 def extraction_check(raw: str, source_code: str) -> dict:
     """Our extractor on the raw response, against the code the source extracted.
 
-    ``kind`` names the case: ``same``, ``whitespace`` (equal up to blank space), ``truncated
-    answer`` (the answer ends inside a code block), ``thinking block`` (the answers differ and
-    the response holds ``<think>``), ``several code blocks`` (we took another block than the
-    source), ``no code found`` (we found none; the source kept something), ``other``.
+    ``kind`` names the case. Agreeing: ``same``, ``whitespace`` (equal up to blank space),
+    ``neither has code`` (both found no program). Disagreeing: ``source kept no code`` and
+    ``source kept a non-program block`` (we found a block defining ``ModelNew``, the source kept
+    nothing or another block, such as its last block of prose or of ``get_inputs``),
+    ``truncated answer`` (the answer ends inside a code block: we keep nothing), ``no code
+    found`` (we found none where the source kept a program), ``thinking block`` (the response
+    holds reasoning tags), ``several code blocks`` (both programs, from different blocks),
+    ``other``.
     """
     ours = extract_code(raw, "cuda")
     base = {"ours_found": ours.source is not None, "blocks": ours.n_blocks, "reason": ours.reason}
+    source_is_program = is_program(source_code, "cuda")
     if ours.source is not None and ours.source == source_code.rstrip() + "\n":
         return {**base, "agrees": True, "kind": "same"}
     if ours.source is not None and _squash(ours.source) == _squash(source_code):
         return {**base, "agrees": True, "kind": "whitespace"}
+    if ours.source is None and not source_is_program:
+        return {**base, "agrees": True, "kind": "neither has code"}
     if ours.source is None:
         kind = "truncated answer" if "unterminated" in ours.reason else "no code found"
-    elif "<think>" in raw.lower():
+    elif not source_code.strip():
+        kind = "source kept no code"
+    elif not source_is_program:
+        kind = "source kept a non-program block"
+    elif "think>" in raw.lower():
         kind = "thinking block"
     elif ours.n_blocks > 1:
         kind = "several code blocks"
@@ -118,16 +129,22 @@ def import_corpus(sources: list[SourceSpec], kernelbench: Path, out: Path) -> di
             if key in records:
                 held = records[key]
                 held.attempts.extend(record.attempts)
-                if record.reference_differs:
-                    held.reference_differs = True
             else:
                 records[key] = record
-    ordered = sorted(records.values(), key=lambda r: (r.problem.level, r.problem.problem_id, r.code_hash))
+    ordered = sorted(
+        records.values(), key=lambda r: (r.problem.level, r.problem.problem_id, r.code_hash)
+    )
     out = Path(out)
     atomic_write_text(
-        out / "corpus.jsonl", "".join(json.dumps(r.to_dict(), sort_keys=True) + "\n" for r in ordered)
+        out / "corpus.jsonl",
+        "".join(json.dumps(r.to_dict(), sort_keys=True) + "\n" for r in ordered),
     )
-    card = make_card(ordered, sources=[_spec_dict(s) for s in sources], skipped=dict(skipped), read=dict(attempts_read))
+    card = make_card(
+        ordered,
+        sources=[_spec_dict(s) for s in sources],
+        skipped=dict(skipped),
+        read=dict(attempts_read),
+    )
     atomic_write_json(out / "card.json", card)
     atomic_write_text(out / "card.md", card_markdown(card))
     return card
@@ -144,14 +161,13 @@ def _record_of(found: Found, checkout: Checkout) -> CorpusRecord | None:
     ours = problem_file.read_text()
     reference = found.reference if found.reference is not None else ours
     differs = None if found.reference is None else not same_text(found.reference, ours)
-    attempt = found.attempt
+    attempt = replace(found.attempt, reference_differs=differs)
     if found.raw_response is not None:
         attempt = replace(attempt, extraction=extraction_check(found.raw_response, found.code))
     return CorpusRecord(
         problem=Problem(found.level, found.problem_id, problem_file.name, text_hash(reference)),
         code=found.code,
         code_hash=code_hash(found.code),
-        reference_differs=differs,
         attempts=[attempt],
     )
 

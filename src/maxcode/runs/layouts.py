@@ -102,7 +102,9 @@ def run_reference(problems: Path, level: int, problem_id: int) -> str | None:
 def _runs(root: Path, sub: str) -> list[Path]:
     folder = Path(root) / sub
     if not folder.is_dir():
-        raise CorpusFormatError(f"{folder}: no such folder; point the source at the repository root")
+        raise CorpusFormatError(
+            f"{folder}: no such folder; point the source at the repository root"
+        )
     return sorted(p for p in folder.iterdir() if p.is_dir())
 
 
@@ -244,7 +246,15 @@ def read_agentic(root: Path, repo: str, commit: str) -> Iterator[Found]:
                             reference,
                             row["extracted_code"],
                             row.get("raw_response"),
-                            Attempt(repo, commit, "kernelbench-agentic", rel, run_dir.name, model, UNLABELLED),
+                            Attempt(
+                                repo,
+                                commit,
+                                "kernelbench-agentic",
+                                rel,
+                                run_dir.name,
+                                model,
+                                UNLABELLED,
+                            ),
                         )
                     continue
                 seen_feedback, seen_diagnosis = "", ""
@@ -339,7 +349,13 @@ def read_json_stream(path: Path) -> list[dict]:
         rows.append(row)
 
 
-CUDA_L1_GPUS = {"h100": "NVIDIA H100", "a100": "NVIDIA A100", "l40": "NVIDIA L40", "h20": "NVIDIA H20", "3090": "NVIDIA RTX 3090"}
+CUDA_L1_GPUS = {
+    "h100": "NVIDIA H100",
+    "a100": "NVIDIA A100",
+    "l40": "NVIDIA L40",
+    "h20": "NVIDIA H20",
+    "3090": "NVIDIA RTX 3090",
+}
 
 
 def read_cuda_l1(root: Path, repo: str, commit: str) -> Iterator[Found]:
@@ -355,7 +371,7 @@ def read_cuda_l1(root: Path, repo: str, commit: str) -> Iterator[Found]:
             raise CorpusFormatError(f"{path}: object {i} lacks {missing}")
         if not row.get("custom_code"):
             continue
-        score = _number(row.get("score_default"))
+        score = number(row.get("score_default"))
         label = Label(
             verdict="ok",
             compiled=True,
@@ -386,7 +402,7 @@ def read_cuda_l1(root: Path, repo: str, commit: str) -> Iterator[Found]:
         )
 
 
-def _number(value: object) -> float | None:
+def number(value: object) -> float | None:
     try:
         return float(value)  # the set writes scores as strings
     except (TypeError, ValueError):

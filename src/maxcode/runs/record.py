@@ -78,6 +78,9 @@ class Attempt:
     feedback: str = ""  # the execution feedback this attempt's prompt carried
     diagnosis: str = ""  # the LLM diagnosis of the previous attempt this prompt carried
     extraction: dict | None = None  # our extractor on the raw response, beside the source's code
+    reference_differs: bool | None = (
+        None  # the run's reference vs the checkout's; None: unpublished
+    )
 
 
 @dataclass
@@ -85,7 +88,6 @@ class CorpusRecord:
     problem: Problem
     code: str
     code_hash: str
-    reference_differs: bool | None  # the run's reference vs the checkout's; None: not published
     attempts: list[Attempt] = field(default_factory=list)
     version: str = RECORD_VERSION
 
@@ -106,7 +108,6 @@ class CorpusRecord:
                 problem=Problem(**d["problem"]),
                 code=d["code"],
                 code_hash=d["code_hash"],
-                reference_differs=d["reference_differs"],
                 attempts=attempts,
                 version=d.get("version", RECORD_VERSION),
             )
