@@ -112,20 +112,27 @@ def _squash(text: str) -> str:
 
 
 def import_corpus(sources: list[SourceSpec], kernelbench: Path, out: Path) -> dict:
-    """Read ``sources``, write ``out/corpus.jsonl``, ``card.json`` and ``card.md``; return the card."""
+    """Read ``sources``; write ``out/corpus.jsonl``, ``references.json`` (each reference a run
+    used, by content hash: a program is evaluated against the reference its run used),
+    ``card.json`` and ``card.md``; return the card.
+
+    Duplicates merge by (problem, reference, code hash): the same program for a problem whose
+    reference changed between KernelBench versions is another candidate.
+    """
     checkout = Checkout(kernelbench)
-    records: dict[tuple[str, str], CorpusRecord] = {}
+    records: dict[tuple[str, str, str], CorpusRecord] = {}
+    references: dict[str, str] = {}
     skipped: Counter[str] = Counter()
     attempts_read: Counter[str] = Counter()
     for spec in sources:
         reader, _ = LAYOUTS[spec.layout]
         for found in reader(spec.path, spec.repo, spec.commit):
             attempts_read[spec.repo] += 1
-            record = _record_of(found, checkout)
+            record = _record_of(found, checkout, references)
             if record is None:
                 skipped[f"{spec.repo}: problem not in the --kernelbench checkout"] += 1
                 continue
-            key = (record.problem.key, record.code_hash)
+            key = (record.problem.key, record.problem.reference_hash, record.code_hash)
             if key in records:
                 held = records[key]
                 held.attempts.extend(record.attempts)
@@ -135,6 +142,7 @@ def import_corpus(sources: list[SourceSpec], kernelbench: Path, out: Path) -> di
         records.values(), key=lambda r: (r.problem.level, r.problem.problem_id, r.code_hash)
     )
     out = Path(out)
+    atomic_write_json(out / "references.json", dict(sorted(references.items())))
     atomic_write_text(
         out / "corpus.jsonl",
         "".join(json.dumps(r.to_dict(), sort_keys=True) + "\n" for r in ordered),
@@ -154,13 +162,14 @@ def _spec_dict(spec: SourceSpec) -> dict:
     return {"layout": spec.layout, "repo": spec.repo, "commit": spec.commit, "path": str(spec.path)}
 
 
-def _record_of(found: Found, checkout: Checkout) -> CorpusRecord | None:
+def _record_of(found: Found, checkout: Checkout, references: dict[str, str]) -> CorpusRecord | None:
     problem_file = checkout.problem(found.level, found.problem_id)
     if problem_file is None:
         return None
     ours = problem_file.read_text()
     reference = found.reference if found.reference is not None else ours
     differs = None if found.reference is None else not same_text(found.reference, ours)
+    references[text_hash(reference)] = reference
     attempt = replace(found.attempt, reference_differs=differs)
     if found.raw_response is not None:
         attempt = replace(attempt, extraction=extraction_check(found.raw_response, found.code))

@@ -93,7 +93,7 @@ class CorpusRecord:
 
     @property
     def key(self) -> str:
-        return f"{self.problem.key}#{self.code_hash[:16]}"
+        return f"{self.problem.key}#{self.problem.reference_hash[:8]}#{self.code_hash[:16]}"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,6 +115,15 @@ class CorpusRecord:
             raise CorpusFormatError(
                 f"{where}: not a corpus record ({err}); rebuild it with `maxcode runs import`"
             ) from err
+
+
+def read_references(corpus: Path) -> dict[str, str]:
+    """``references.json`` beside the corpus: reference text by content hash."""
+    path = Path(corpus)
+    path = (path if path.is_dir() else path.parent) / "references.json"
+    if not path.is_file():
+        raise CorpusFormatError(f"{path}: missing; rebuild the corpus with `maxcode runs import`")
+    return json.loads(path.read_text())
 
 
 def read_corpus(path: Path) -> list[CorpusRecord]:
