@@ -37,3 +37,60 @@ def import_cmd(
     specs = [SourceSpec.parse(s) for s in source]
     card = import_corpus(specs, kernelbench, out)
     typer.echo(card_markdown(card))
+
+
+def eval_runs(
+    corpus: Annotated[
+        Path, typer.Argument(metavar="CORPUS", help="output of `maxcode runs import`")
+    ],
+    kernelbench: Annotated[
+        Path | None,
+        typer.Option(
+            "--kernelbench",
+            metavar="DIR",
+            help="KernelBench's KernelBench/ folder: each result says whether the reference "
+            "the program was measured against is this checkout's",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="a stratified sample of N programs (levels 1 and 2)"),
+    ] = None,
+    sample_seed: Annotated[int, typer.Option(metavar="S", help="the sample's seed")] = 0,
+    out: Annotated[Path, typer.Option(metavar="DIR", help="results folder (resumes there)")] = Path(
+        "results/corpus-eval"
+    ),
+    batch: Annotated[
+        int, typer.Option(metavar="N", min=1, help="candidates per evaluator call")
+    ] = 32,
+    cache_dir: Annotated[
+        Path | None, typer.Option("--cache-dir", help="build cache (default $MAXCODE_CACHE/cuda)")
+    ] = None,
+) -> None:
+    """Measure corpus programs on this GPU, resumably; write verdicts, KernelBench-format
+    eval_results.json per run, the agreement with the published labels and the export."""
+    import json
+
+    from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+    from maxcode.records import hardware_fingerprint
+    from maxcode.runs.corpus import Checkout
+    from maxcode.runs.evaluate import evaluate_corpus
+
+    gpus = hardware_fingerprint().get("gpus") or ()
+    if not gpus:
+        raise typer.BadParameter("no NVIDIA GPU here (nvidia-smi lists none)", param_hint="CORPUS")
+    checkout = Checkout(kernelbench) if kernelbench else None
+    with CudaEvaluator(CudaEvalConfig(), cache_dir) as evaluator:
+        summary = evaluate_corpus(
+            corpus,
+            out,
+            lambda items, on_result: evaluator.evaluate_items(items, on_result=on_result),
+            evaluator.name,
+            gpus[0],
+            limit=limit,
+            seed=sample_seed,
+            batch=batch,
+            checkout=checkout,
+        )
+    typer.echo(json.dumps(summary, indent=2))
+    typer.echo((out / "agreement.md").read_text())
