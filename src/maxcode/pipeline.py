@@ -50,7 +50,9 @@ INFLIGHT_DIR = "results/.inflight"
 R2G_DATA = "data/r2g"  # the reward-to-go dataset: train.jsonl, test.jsonl, card.md, card.json
 R2G_MODEL = "models/r2g"
 R2G_RANKING = "results/r2g/ranking.json"
-CORPUS_DIR = "data/corpus"  # `maxcode runs import`: corpus.jsonl, references.json, card.md, card.json
+CORPUS_DIR = (
+    "data/corpus"  # `maxcode runs import`: corpus.jsonl, references.json, card.md, card.json
+)
 R2G_CORPUS_DIR = "models/r2g-corpus"  # both reward-to-go kinds trained and ranked on the corpus
 INFLIGHT = INFLIGHT_DIR + "/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
 TABLE = "results/tables/{name}.{ext}"
