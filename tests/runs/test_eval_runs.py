@@ -104,3 +104,15 @@ def test_agreement_and_an_export_without_code(corpus, tmp_path):
     assert "ModelNew" not in export
     row = json.loads(export.splitlines()[0])
     assert {"code_hash", "task_hash", "evaluator", "gpu", "status", "speedup"} <= set(row)
+
+
+def test_a_time_limit_stops_between_batches_and_writes_what_finished(corpus, tmp_path):
+    corpus_dir, _ = corpus
+    out = tmp_path / "eval"
+    first = evaluate_corpus(
+        corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X", batch=2, max_seconds=0
+    )
+    assert first["evaluated_now"] == 2 and first["left_for_a_rerun"] == first["sampled"] - 2
+    assert (out / "agreement.json").is_file() and first["measured"] == 2
+    rest = evaluate_corpus(corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X", batch=2)
+    assert rest["evaluated_now"] == first["left_for_a_rerun"] and rest["left_for_a_rerun"] == 0

@@ -66,6 +66,10 @@ def eval_runs(
     cache_dir: Annotated[
         Path | None, typer.Option("--cache-dir", help="build cache (default $MAXCODE_CACHE/cuda)")
     ] = None,
+    max_minutes: Annotated[
+        float | None,
+        typer.Option(metavar="MIN", help="start no batch after MIN minutes; a rerun continues"),
+    ] = None,
 ) -> None:
     """Measure corpus programs on this GPU, resumably; write verdicts, KernelBench-format
     eval_results.json per run, the agreement with the published labels and the export."""
@@ -91,6 +95,7 @@ def eval_runs(
             seed=sample_seed,
             batch=batch,
             checkout=checkout,
+            max_seconds=60 * max_minutes if max_minutes is not None else None,
         )
     typer.echo(json.dumps(summary, indent=2))
     typer.echo((out / "agreement.md").read_text())

@@ -144,6 +144,7 @@ def evaluate_corpus(
     seed: int = 0,
     batch: int = 32,
     checkout: Checkout | None = None,
+    max_seconds: float | None = None,
 ) -> dict:
     """Evaluate what ``results.jsonl`` lacks, then write the run files, agreement and export.
 
@@ -174,8 +175,13 @@ def evaluate_corpus(
     progress = Progress(len(todo))
     writer = JsonlWriter(results_path)
     lock = threading.Lock()
+    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    stopped = 0
     try:
         for start in range(0, len(todo), batch):
+            if start and deadline is not None and time.monotonic() > deadline:
+                stopped = len(todo) - start
+                break
             chunk = todo[start : start + batch]
 
             def on_result(i: int, result: EvalResult, chunk=chunk) -> None:
@@ -190,7 +196,11 @@ def evaluate_corpus(
         writer.close()
     summary = write_outputs(records, references, out)
     summary.update(
-        sampled=len(sample), evaluated_now=len(todo), skipped_as_done=len(sample) - len(todo)
+        sampled=len(sample),
+        evaluated_now=len(todo) - stopped,
+        left_for_a_rerun=stopped,
+        skipped_as_done=len(sample) - len(todo),
+        wall_s=round(time.monotonic() - progress.t0, 1),
     )
     return summary
 
