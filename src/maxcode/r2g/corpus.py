@@ -18,12 +18,9 @@ observation text of the feedback and diagnosis that attempt saw.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 
-from maxcode.errors import CorpusFormatError
 from maxcode.r2g.dataset import DatasetParams, R2GDataset, R2GExample, split_tasks
 from maxcode.r2g.prompt import build_prompt, format_target
 from maxcode.runs.record import Attempt, CorpusRecord
@@ -48,23 +45,6 @@ class Pool:
     label_source: str  # "ours/<evaluator>/<gpu>" or "published/<gpu>"
     reward_kind: str
     members: list[tuple[CorpusRecord, Measured]]
-
-
-def read_measurements(path: Path) -> dict[tuple[str, str], dict]:
-    """The evaluation export (``measurements.jsonl``): rows by (code hash, task hash)."""
-    path = Path(path)
-    if not path.is_file():
-        raise CorpusFormatError(f"{path}: no measurement export there; see `maxcode eval runs`")
-    out = {}
-    for n, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            out[(row["code_hash"], row["task_hash"])] = row
-        except (json.JSONDecodeError, KeyError) as err:
-            raise CorpusFormatError(f"{path}: line {n}: not a measurement row ({err})") from err
-    return out
 
 
 def build_pools(

@@ -212,6 +212,23 @@ def _differs(c: Candidate, checkout: Checkout | None) -> bool | None:
     return path is None or not same_text(path.read_text(), c.task.reference_source)
 
 
+def read_measurements(path: Path) -> dict[tuple[str, str], dict]:
+    """The evaluation export (``measurements.jsonl``): rows by (code hash, task hash)."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusFormatError(f"{path}: no measurement export there; see `maxcode eval runs`")
+    out = {}
+    for n, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            out[(row["code_hash"], row["task_hash"])] = row
+        except (json.JSONDecodeError, KeyError) as err:
+            raise CorpusFormatError(f"{path}: line {n}: not a measurement row ({err})") from err
+    return out
+
+
 def write_outputs(records: list[CorpusRecord], references: dict[str, str], out: Path) -> dict:
     rows = list(read_jsonl(out / "results.jsonl"))
     by_key = {(r.code_hash, r.problem.reference_hash): r for r in records}

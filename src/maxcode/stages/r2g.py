@@ -89,9 +89,10 @@ def corpus_ranking_stage(
     """
     from maxcode.r2g.base import Candidate
     from maxcode.r2g.config import EncoderR2GConfig, GenerativeR2GConfig
-    from maxcode.r2g.corpus import build_pools, corpus_dataset, read_measurements
+    from maxcode.r2g.corpus import build_pools, corpus_dataset
     from maxcode.r2g.corpus_ranking import breakdown, per_problem
     from maxcode.report.corpus_table import corpus_ranking_table
+    from maxcode.runs.evaluate import read_measurements
     from maxcode.runs.record import read_corpus
 
     measured = read_measurements(measurements) if measurements else None
