@@ -81,13 +81,17 @@ def corpus_ranking_stage(
     reference: Path | None = None,
     measurements: Path | None = None,
     kinds: tuple[str, ...] = ("encoder", "generative"),
+    reuse_models: bool = False,
 ) -> dict:
     """Both model kinds trained on the corpus's training problems, ranked on held-out ones.
+
+    ``reuse_models``: a kind whose folder already holds a trained model is scored, not
+    retrained (for a model trained by an earlier call on the same corpus and params).
 
     Writes ``out_dir/dataset``, ``out_dir/<kind>/`` (each model), ``out_dir/ranking.json``
     (per-problem rows and summaries) and the table ``table_dir/r2g_corpus.*``.
     """
-    from maxcode.r2g.base import Candidate
+    from maxcode.r2g.base import MANIFEST, Candidate
     from maxcode.r2g.config import EncoderR2GConfig, GenerativeR2GConfig
     from maxcode.r2g.corpus import build_pools, corpus_dataset
     from maxcode.r2g.corpus_ranking import breakdown, per_problem
@@ -115,7 +119,8 @@ def corpus_ranking_stage(
     for kind in kinds:
         config: EncoderR2GConfig | GenerativeR2GConfig = configs[kind]
         model_dir = Path(out_dir) / kind
-        train(dataset, config, model_dir)
+        if not (reuse_models and (model_dir / MANIFEST).is_file()):
+            train(dataset, config, model_dir)
         reranker = load_reranker(model_dir)
         scores = reranker.score_candidates([Candidate.of(e) for e in dataset.test])
         rows = per_problem(dataset.test, scores)

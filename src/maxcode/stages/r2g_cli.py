@@ -142,6 +142,12 @@ def corpus(
     kind: Annotated[
         list[str] | None, typer.Option(help="model kind(s) to run (default: both)")
     ] = None,
+    reuse_models: Annotated[
+        bool,
+        typer.Option(
+            help="score a kind's model already trained in OUT/<kind> instead of retraining"
+        ),
+    ] = False,
     params: ParamsOption = DEFAULT_PARAMS,
 ) -> None:
     """Train on the corpus's training problems; rank held-out problems' real candidates."""
@@ -161,6 +167,7 @@ def corpus(
         Path(cfg.tables.reference) if cfg.tables.reference else None,
         measurements,
         kinds,
+        reuse_models,
     )
     typer.echo((tables / "r2g_corpus.md").read_text())
     typer.echo(json.dumps(report["pools"], indent=2))
