@@ -36,6 +36,7 @@ include: "workflow/rules/rollouts.smk"
 include: "workflow/rules/r2g.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/kernelcompare.smk"
+include: "workflow/rules/corpus.smk"
 
 
 # A finished run leaves no copies of published rollouts in results/.inflight/.

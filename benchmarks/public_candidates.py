@@ -27,22 +27,40 @@ evaluator's verdict then says what we make of each.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from maxcode.errors import CorpusFormatError
+from maxcode.runs.agreement import (
+    CAUSES,
+    DOCUMENTED,
+    LABEL_ATOL,
+    OOM,
+    agrees,
+    disagreement_cause,
+)
+from maxcode.runs.kernelbench_format import compiler_error, first_line, kernelbench_label
+from maxcode.runs.layouts import KERNEL_FILE, kernelbench_entries, number, read_json_stream
 from maxcode.tasks.kernelbench import load_problem_file
 from maxcode.tasks.model import Task
 
 T = TypeVar("T")
 
+__all__ = [  # the label and agreement rules, read from here by the benchmarks
+    "CAUSES",
+    "DOCUMENTED",
+    "LABEL_ATOL",
+    "agrees",
+    "compiler_error",
+    "disagreement_cause",
+    "first_line",
+]
+
 VERDICTS = ("compile_error", "runtime_error", "wrong_answer", "ok")
 """Label classes, in the order tables print them (KernelBench reports no timeout or rejection)."""
-
-KERNEL_RE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
 
 
 class CorpusError(ValueError):
@@ -82,88 +100,41 @@ class RealCandidate:
 
 
 def label_from_entry(entry: dict) -> Label:
-    """Map one ``eval_results.json`` entry to a verdict class.
-
-    KernelBench sets ``compiled`` false also for a CUDA error raised while loading the module
-    (``cuda_error``): that is a crash, so any runtime or CUDA error counts as ``runtime_error``
-    before ``compiled`` is looked at.
-    """
-    meta = entry.get("metadata") or {}
-    if "compiled" not in entry or "correctness" not in entry:
-        raise CorpusError("entry lacks 'compiled' or 'correctness'")
-    if "runtime_error" in meta or "cuda_error" in meta:
-        verdict, error = "runtime_error", meta.get("runtime_error") or meta.get("cuda_error")
-    elif not entry["compiled"]:
-        verdict, error = "compile_error", compiler_error(str(meta.get("compilation_error", "")))
-    elif entry["correctness"]:
-        verdict, error = "ok", ""
-    else:
-        verdict, error = "wrong_answer", meta.get("correctness_issue", "")
-    runtime = entry.get("runtime")
+    """The verdict class of one ``eval_results.json`` entry, by the corpus's label rules."""
+    try:
+        label = kernelbench_label(entry)
+    except CorpusFormatError as err:
+        raise CorpusError(str(err)) from err
     return Label(
-        verdict=verdict,
-        error=first_line(str(error or "")),
-        hardware=str(meta.get("hardware", "")),
-        runtime_ms=float(runtime) if verdict == "ok" and runtime not in (None, -1) else None,
+        verdict=label.verdict, error=label.error, hardware=label.gpu, runtime_ms=label.runtime_ms
     )
 
 
-COMPILER_DIAGNOSTIC = re.compile(r"(?:^|/)([\w.-]+\(\d+\): error: .*|[\w.-]+:\d+:\d+: error: .*)$")
-
-
-def compiler_error(text: str) -> str:
-    """The first compiler diagnostic of a failed build (its path cut to the file name); the
-    harness's first line (``Error building extension 'x': <the nvcc command>``) when none."""
-    for line in text.splitlines()[1:]:
-        m = COMPILER_DIAGNOSTIC.search(line.strip())
-        if m:
-            return f"{text.split(':', 1)[0]}: {m.group(1)}"
-    return text
-
-
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0][:300] if text.strip() else ""
-
-
 def load_run(run_dir: Path, problems: Path, upstream: Path | None = None) -> list[RealCandidate]:
-    """Every labelled candidate of one run folder, sorted by level then problem id."""
+    """Every labelled sample-0 candidate of one run folder, sorted by level then problem id."""
     run_dir = Path(run_dir)
-    results_path = run_dir / "eval_results.json"
-    if not results_path.is_file():
-        raise CorpusError(
-            f"{results_path}: missing; a KernelBench run folder holds eval_results.json beside the kernels"
-        )
     try:
-        results = json.loads(results_path.read_text())
-    except json.JSONDecodeError as err:
-        raise CorpusError(f"{results_path}: not JSON (line {err.lineno}): {err.msg}") from err
-    if not isinstance(results, dict):
-        raise CorpusError(f"{results_path}: expected an object keyed by problem id")
+        entries = [(f, e) for f, e in kernelbench_entries(run_dir) if f.sample == 0]
+    except CorpusFormatError as err:
+        raise CorpusError(str(err)) from err
     out = []
-    for kernel in sorted(run_dir.glob("level_*_kernel.py")):
-        m = KERNEL_RE.match(kernel.name)
-        if not m or int(m.group(3)) != 0:
-            continue
-        level, pid = int(m.group(1)), int(m.group(2))
-        entry = results.get(str(pid))
-        if isinstance(entry, list):  # several samples per problem: keep sample 0
-            entry = next((e for e in entry if e.get("sample_id", 0) == 0), None)
-        if entry is None:
-            continue  # generated but never evaluated: no label to compare with
+    for f, entry in entries:
         try:
             label = label_from_entry(entry)
         except CorpusError as err:
-            raise CorpusError(f"{results_path}: problem {pid}: {err}") from err
-        problem = problem_path(Path(problems), level, pid)
+            raise CorpusError(
+                f"{run_dir / 'eval_results.json'}: problem {f.problem_id}: {err}"
+            ) from err
+        problem = problem_path(Path(problems), f.level, f.problem_id)
         out.append(
             RealCandidate(
                 run=run_dir.name,
-                level=level,
-                problem_id=pid,
-                kernel_file=kernel,
+                level=f.level,
+                problem_id=f.problem_id,
+                kernel_file=f.path,
                 problem_file=problem,
                 label=label,
-                differs_from_upstream=_differs(problem, upstream, level),
+                differs_from_upstream=_differs(problem, upstream, f.level),
             )
         )
     return sorted(out, key=lambda c: (c.level, c.problem_id))
@@ -193,8 +164,8 @@ def kernel_files(runs_root: Path) -> list[list[KernelFile]]:
     for run in sorted(p for p in Path(runs_root).glob("*") if p.is_dir()):
         files = []
         for path in sorted(run.glob("level_*_kernel.py")):
-            m = KERNEL_RE.match(path.name)
-            if m and int(m.group(3)) == 0:
+            m = KERNEL_FILE.match(path.name)
+            if m and m.group(5) is not None and int(m.group(5)) == 0:
                 files.append(KernelFile(run.name, int(m.group(1)), int(m.group(2)), path))
         per_run.append(files)
     return per_run
@@ -297,22 +268,6 @@ def stratified_sample(
 
 # -- disagreements -------------------------------------------------------------------------
 
-CAUSES = (
-    "semantics",
-    "tolerance version",
-    "labels' GPU memory",
-    "labels' environment",
-    "evaluator memory",
-    "timeout",
-    "hack",
-    "other",
-)
-"""Why our verdict and the label differ."""
-
-DOCUMENTED = ("semantics", "tolerance version", "labels' GPU memory", "labels' environment", "hack")
-"""Causes that are a known, documented difference from the labels (docs/cuda-evaluator.md):
-the others (our own memory, a timeout, anything unexplained) count against agreement."""
-
 SAME_GPU_CAUSES = (
     "our check (KernelBench has none)",
     "our timed input sets (KernelBench checks only its trials)",
@@ -355,64 +310,6 @@ def same_gpu_cause(ours: dict, kernelbench: dict) -> str:
 KB_PARTIAL_TRIALS = re.compile(r"\(([1-4])\s*/\s*5\)")
 """KernelBench's metadata for a candidate right on some of its 5 trials, e.g. ``(4 / 5)``."""
 
-LABEL_ATOL = 1e-2
-"""The runs' tolerance: KernelBench v0/v0.1 compared with atol = rtol = 1e-2 at fp32."""
-
-# Module mode and seeding matter only where forward depends on them: running statistics or
-# randomness in training mode (KernelBench builds models in training mode, seeds before each).
-MODE_SENSITIVE = re.compile(
-    r"\b(BatchNorm\dd|InstanceNorm\dd|Dropout\dd?|AlphaDropout|dropout|RReLU)\b"
-)
-OOM = re.compile(r"out of memory", re.IGNORECASE)
-NO_KERNEL_IMAGE = "no kernel image is available"
-# The harness reports only this line when the build's log was not kept: the compiler never said why.
-BARE_BUILD_ERROR = re.compile(r"^Error building extension '[^']*'$")
-# Names that torch's headers of the labels' version did not declare where the kernel used them;
-# a build with another torch finds them (the kernel is right for that torch).
-TORCH_HEADER_VERSION = re.compile(
-    r'identifier "C10_\w+" is undefined|namespace "(at|c10|torch)(::\w+)*" has no member'
-)
-OUR_TOLERANCE = re.compile(r"atol=([0-9.e+-]+).*max abs err ([0-9.e+-]+|nan|inf)")
-
-
-def agrees(label: str, ours: str) -> bool:
-    """Label classes are named as our statuses; timeout, rejected and memory_limit never agree."""
-    return label == ours
-
-
-def disagreement_cause(problem_source: str, label: Label, status: str, reason: str) -> str:
-    """The documented cause of a disagreement, from the label's error, our reason and the problem.
-
-    Checked most specific first: our own rejections and time limits, then what is known about
-    the labels' machine (40 GB of memory, an extension build environment that failed without a
-    compiler message, kernels built for another GPU), then semantics and tolerances.
-    """
-    if status == "rejected":
-        return "hack"
-    if status == "timeout":
-        return "timeout"
-    if label.verdict == "runtime_error" and OOM.search(label.error):
-        return "labels' GPU memory"
-    if label.verdict == "runtime_error" and NO_KERNEL_IMAGE in label.error:
-        return "labels' environment"
-    if label.verdict == "compile_error" and (
-        BARE_BUILD_ERROR.match(label.error) or TORCH_HEADER_VERSION.search(label.error)
-    ):
-        return "labels' environment"
-    if status in ("runtime_error", "memory_limit") and OOM.search(reason):
-        return "evaluator memory"
-    if {label.verdict, status} == {"ok", "wrong_answer"}:
-        if MODE_SENSITIVE.search(problem_source):
-            return "semantics"
-        m = OUR_TOLERANCE.search(reason)
-        # a tighter tolerance than the labels', and an error within theirs: v0.1 passes it
-        if status == "wrong_answer" and m:
-            our_atol, max_abs = float(m.group(1)), float(m.group(2))
-            if our_atol < LABEL_ATOL and max_abs <= LABEL_ATOL:
-                return "tolerance version"
-    return "other"
-
-
 # CUDA-L1's published H100 set
 
 CUDA_L1_VARIANTS = ("custom_code", "cuda_graph_code", "cudnn_code")
@@ -453,28 +350,11 @@ SCORE_OF = {
 
 
 def read_cuda_l1_rows(path: Path) -> list[dict]:
-    """Every JSON object in the file, whatever the line breaks between or inside them."""
-    path = Path(path)
-    if not path.is_file():
-        raise CorpusError(
-            f"{path}: no such file; point --h100 at CUDA-L1's optimized_cuda_code/h100.json"
-        )
-    text = path.read_text()
-    decoder = json.JSONDecoder()
-    rows, pos = [], 0
-    while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos == len(text):
-            return rows
-        try:
-            row, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as err:
-            line = text.count("\n", 0, err.pos) + 1
-            raise CorpusError(f"{path}: line {line}: not JSON ({err.msg})") from err
-        if not isinstance(row, dict):
-            raise CorpusError(f"{path}: value {len(rows) + 1} is not an object")
-        rows.append(row)
+    """Every JSON object in the file, whatever the line breaks (the corpus's CUDA-L1 reader)."""
+    try:
+        return read_json_stream(path)
+    except CorpusFormatError as err:
+        raise CorpusError(str(err)) from err
 
 
 def load_cuda_l1(
@@ -488,7 +368,7 @@ def load_cuda_l1(
         missing = [k for k in ("level_id", "task_id", "ref_code") if k not in row]
         if missing:
             raise CorpusError(f"{path}: object {i} lacks {missing}")
-        if row["level_id"] not in levels or not row.get(variant):
+        if int(row["level_id"]) not in levels or not row.get(variant):
             continue
         score = row.get(SCORE_OF[variant])
         out.append(
@@ -497,7 +377,7 @@ def load_cuda_l1(
                 task_id=int(row["task_id"]),
                 reference=row["ref_code"],
                 source=row[variant],
-                score=float(score) if isinstance(score, int | float) else None,
+                score=number(score),
             )
         )
     return sorted(out, key=lambda c: (c.level, c.task_id))

@@ -307,14 +307,17 @@ def optimize_cmd(
 
 
 def _mount_subcommands() -> None:
-    """Each area keeps its own commands; `maxcode eval` holds both evaluators."""
+    """Each area keeps its own commands; `maxcode eval` holds both evaluators and `eval runs`."""
     from maxcode.evaluate import cli as eval_cli
     from maxcode.evaluate.cuda_cli import cuda as eval_cuda
     from maxcode.llm.cli import app as llm_app
+    from maxcode.runs.cli import app as runs_app
+    from maxcode.runs.cli import eval_runs
     from maxcode.stages.kernelcompare_cli import app as kernelcompare_app
     from maxcode.stages.r2g_cli import app as r2g_app
 
     eval_cli.app.command("cuda")(eval_cuda)
+    eval_cli.app.command("runs")(eval_runs)
     app.add_typer(
         eval_cli.app, name="eval", help="Evaluate one candidate (C++ or CUDA) and print JSON."
     )
@@ -323,6 +326,7 @@ def _mount_subcommands() -> None:
     )
     app.add_typer(llm_app, name="llm", help="LLM backends: fake servers, cache inspection.")
     app.add_typer(r2g_app, name="r2g", help="Reward-to-go model: dataset, training, ranking.")
+    app.add_typer(runs_app, name="runs", help="Public KernelBench runs: import them as a corpus.")
 
 
 _mount_subcommands()

@@ -31,6 +31,11 @@ class RolloutIncompleteError(RolloutFormatError):
     """A rollout file has no run_end record; a table would silently drop a run."""
 
 
+class CorpusFormatError(UserError, ValueError):
+    """A public run folder or a corpus file cannot be read; the message names the path,
+    the field and the fix."""
+
+
 class RunMismatch(UserError, ValueError):
     """Records on disk were made by another task, method or setting: not resumable as they are.
 

@@ -229,6 +229,39 @@ class R2GParams:
         return self.encoder if self.kind == "encoder" else self.generative
 
 
+OPTIONAL_BLOCKS = ("kernelcompare", "corpus")
+"""Top-level blocks a params file may leave out (their stages are then not part of the run)."""
+
+
+@dataclass(frozen=True)
+class CorpusParams:
+    """Public KernelBench runs as a corpus, and the reward-to-go ranking on it (optional)."""
+
+    kernelbench: str = field(
+        metadata={"help": "KernelBench's KernelBench/ folder: the problems' names and references"}
+    )
+    sources: tuple[str, ...] = field(
+        metadata={
+            "help": "LAYOUT:PATH[@COMMIT] per public run layout (kernelbench-runs, kernel-coder, "
+            "kernelbench-agentic, cuda-l1); local copies, never committed"
+        }
+    )
+    measurements: str | None = field(
+        default=None,
+        metadata={"help": "our GPU measurements (`maxcode eval runs` export); null: labels only"},
+    )
+    kinds: tuple[Literal["encoder", "generative"], ...] = field(
+        default=("encoder", "generative"),
+        metadata={"help": "reward-to-go model kinds trained and ranked on the corpus"},
+    )
+
+    def __post_init__(self) -> None:
+        if not self.sources:
+            raise ConfigError("corpus.sources: name at least one LAYOUT:PATH[@COMMIT]")
+        if not self.kinds:
+            raise ConfigError("corpus.kinds: name encoder, generative or both")
+
+
 @dataclass(frozen=True)
 class Params:
     """The whole of params.yaml, typed; ``PipelinePlan`` and the CLI read only this."""
@@ -242,6 +275,7 @@ class Params:
     r2g: R2GParams
     tables: TablesParams
     kernelcompare: KernelCompareParams | None = None
+    corpus: CorpusParams | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, source: str = "params.yaml") -> Params:
@@ -258,7 +292,7 @@ class Params:
             raise ConfigError(f"(top level): expected a mapping, got {type(raw).__name__}")
         names = [f.name for f in dataclasses.fields(cls)]
         reject_unknown(raw, names, "(top level)", [])
-        missing = [n for n in names[:-1] if n not in raw]
+        missing = [n for n in names if n not in raw and n not in OPTIONAL_BLOCKS]
         if missing:
             raise ConfigError(f"(top level): missing key(s) {missing}")
         if raw["preset"] not in PRESETS:
@@ -284,6 +318,7 @@ class Params:
             r2g=load_r2g(raw["r2g"]),
             tables=load(TablesParams, raw["tables"], "tables"),
             kernelcompare=load_kernelcompare_params(raw) if raw.get("kernelcompare") else None,
+            corpus=load(CorpusParams, raw["corpus"], "corpus") if raw.get("corpus") else None,
         )
         params._cross_check()
         return params
@@ -407,6 +442,7 @@ def json_schema() -> dict:
             "r2g": _r2g_schema(),
             "tables": schema_of(TablesParams),
             "kernelcompare": kc,
+            "corpus": schema_of(CorpusParams),
         },
     }
 

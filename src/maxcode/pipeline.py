@@ -50,6 +50,10 @@ INFLIGHT_DIR = "results/.inflight"
 R2G_DATA = "data/r2g"  # the reward-to-go dataset: train.jsonl, test.jsonl, card.md, card.json
 R2G_MODEL = "models/r2g"
 R2G_RANKING = "results/r2g/ranking.json"
+CORPUS_DIR = (
+    "data/corpus"  # `maxcode runs import`: corpus.jsonl, references.json, card.md, card.json
+)
+R2G_CORPUS_DIR = "models/r2g-corpus"  # both reward-to-go kinds trained and ranked on the corpus
 INFLIGHT = INFLIGHT_DIR + "/{stage}/{suite}/{method}/{task}/seed{seed}.jsonl"
 TABLE = "results/tables/{name}.{ext}"
 PLOT = "results/plots/{name}.png"
@@ -67,6 +71,7 @@ KC_SPLIT = KC_DATA + "/split.json"
 KC_ADAPTER = "models/kernelcompare/{kcstage}"  # sft | grpo
 KC_HELDOUT = "results/kernelcompare/heldout_{kcstage}.jsonl"  # base | sft | grpo
 KC_TABLES = [TABLE.format(name="kernelcompare", ext=ext) for ext in TABLE_FORMATS]
+CORPUS_TABLES = [TABLE.format(name="r2g_corpus", ext=ext) for ext in TABLE_FORMATS]
 KC_LLM_CACHE = CACHE_DIR + "/kernelcompare"  # the llm naive generator's responses
 
 

@@ -70,6 +70,20 @@ def test_unusable_completions_become_reasons(text, reason):
     assert got.source is None and reason in got.reason
 
 
+def test_reasoning_closed_by_a_lone_end_tag_is_ignored():
+    """QwQ-style answers: the chat template opened <think> in the prompt."""
+    text = f"draft ```cpp\n{CPP}```\nno, better:\n</think>\nfinal:\n```cpp\nint main() {{ return 1; }}\n```"
+    assert extract_code(text, "cpp").source == "int main() { return 1; }\n"
+    only_in_reasoning = extract_code(f"```cpp\n{CPP}```\n</think>\nDone.", "cpp")
+    assert only_in_reasoning.source == CPP
+    assert "inside the reasoning" in only_in_reasoning.reason
+
+
+def test_a_lone_closing_fence_after_unfenced_code():
+    """The prompt opened the fence; the answer is code and a closing fence."""
+    assert extract_code(f"{CPP}```\n", "cpp").source == CPP
+
+
 def test_think_tags_are_ignored():
     text = f"<think>maybe ```cpp\nint main() {{ wrong(); }}\n``` no</think>\n```cpp\n{CPP}```"
     assert extract_code(text, "cpp").source == CPP

@@ -3,6 +3,8 @@ from pathlib import Path
 
 from maxcode.pipeline import (
     CACHE_DIR,
+    CORPUS_DIR,
+    CORPUS_TABLES,
     KC_ADAPTER,
     KC_HELDOUT,
     KC_LLM_CACHE,
@@ -14,6 +16,7 @@ from maxcode.pipeline import (
     PLOT,
     R2G_DATA,
     R2G_MODEL,
+    R2G_CORPUS_DIR,
     R2G_RANKING,
     ROLLOUT,
     SUITE_DIR,
@@ -38,11 +41,13 @@ wildcard_constraints:
 
 def final_outputs():
     """Tables, the reward-to-go model's held-out ranking (made even when no rerank table
-    reads it), and KernelCompare's table."""
+    reads it), KernelCompare's table, and the corpus's ranking table when params have
+    a `corpus:` block."""
     return (
         PLAN.table_outputs()
         + [R2G_RANKING]
         + (KC_TABLES if "kernelcompare" in config else [])
+        + (CORPUS_TABLES if "corpus" in config else [])
     )
 
 

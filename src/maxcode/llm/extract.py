@@ -3,7 +3,8 @@
 Handles backtick and tilde fences of any length with or without a language tag,
 several blocks (the last complete one that is a whole program wins: defines
 ``ModelNew`` for CUDA tasks, ``main`` for C++), no fence at all, reasoning wrapped
-in ``<think>`` tags, and output cut at the token limit. A completion without usable
+in ``<think>`` tags or closed by a lone ``</think>`` (reasoning models whose chat
+template opens the tag in the prompt, as QwQ's does), and output cut at the token limit. A completion without usable
 code yields ``source=None`` and a reason, never an exception.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 # same character repeated at least as often, alone on its line (CommonMark).
 _OPEN = re.compile(r"^(?P<indent>[ \t]{0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$", re.M)
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)
+_THINK_END = re.compile(r"</think>", re.I)
 
 LANG_TAGS = {
     "cpp": {"", "cpp", "c++", "cc", "cxx", "c", "hpp", "h"},
@@ -64,17 +66,43 @@ def is_program(source: str, language: str) -> bool:
 
 
 def extract_code(text: str, language: str, truncated: bool = False) -> Extraction:
-    """The candidate source for a task in ``language`` ("cpp" or "cuda")."""
+    """The candidate source for a task in ``language`` ("cpp" or "cuda").
+
+    After a lone ``</think>`` the answer is read first; when it holds no program, the
+    reasoning before the tag is read (the model wrote its code there and closed without
+    repeating it), and the reason says so.
+    """
     if language not in LANG_TAGS:
         raise ValueError(
             f"extract_code: language must be one of {sorted(LANG_TAGS)}, got {language!r}"
         )
-    visible = _THINK.sub("", text or "").strip()
+    visible = _THINK.sub("", text or "")
+    ends = list(_THINK_END.finditer(visible))
+    if not ends:
+        return _extract_visible(visible.strip(), language, truncated)
+    answer = _extract_visible(visible[ends[-1].end() :].strip(), language, truncated)
+    if answer.source is not None:
+        return answer
+    reasoning = _extract_visible(visible[: ends[-1].start()].strip(), language, False)
+    if reasoning.source is None:
+        return answer
+    return Extraction(
+        reasoning.source,
+        f"{reasoning.reason}, inside the reasoning (none after </think>)",
+        reasoning.n_blocks,
+    )
+
+
+def _extract_visible(visible: str, language: str, truncated: bool) -> Extraction:
     if not visible:
         return Extraction(
             None, "empty completion" + (" (cut at the token limit)" if truncated else "")
         )
     blocks = _blocks(visible)
+    if blocks and not blocks[-1].complete and not blocks[-1].body.strip():
+        # a lone fence closing unfenced code (the opening one was in the prompt)
+        visible = visible.rsplit("\n", 1)[0] if "\n" in visible else ""
+        blocks = blocks[:-1]
     tags = LANG_TAGS[language]
     usable = [b for b in blocks if b.complete and b.info in tags and is_program(b.body, language)]
     if usable:

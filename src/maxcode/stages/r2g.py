@@ -68,3 +68,76 @@ def _flat_metrics(block: dict, prefix: str = "") -> dict:
         elif isinstance(value, int | float) and not isinstance(value, bool):
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def corpus_ranking_stage(
+    corpus: Path,
+    r2g: R2GParams,
+    gamma: float,
+    out_dir: Path,
+    table_dir: Path,
+    samples: int,
+    confidence: float,
+    reference: Path | None = None,
+    measurements: Path | None = None,
+    kinds: tuple[str, ...] = ("encoder", "generative"),
+    reuse_models: bool = False,
+) -> dict:
+    """Both model kinds trained on the corpus's training problems, ranked on held-out ones.
+
+    ``reuse_models``: a kind whose folder already holds a trained model is scored, not
+    retrained (for a model trained by an earlier call on the same corpus and params).
+
+    Writes ``out_dir/dataset``, ``out_dir/<kind>/`` (each model), ``out_dir/ranking.json``
+    (per-problem rows and summaries) and the table ``table_dir/r2g_corpus.*``.
+    """
+    from maxcode.r2g.base import MANIFEST, Candidate
+    from maxcode.r2g.config import EncoderR2GConfig, GenerativeR2GConfig
+    from maxcode.r2g.corpus import build_pools, corpus_dataset
+    from maxcode.r2g.corpus_ranking import breakdown, per_problem
+    from maxcode.report.corpus_table import corpus_ranking_table
+    from maxcode.runs.evaluate import read_measurements
+    from maxcode.runs.record import read_corpus
+
+    measured = read_measurements(measurements) if measurements else None
+    pools = build_pools(read_corpus(corpus), measured)
+    cfg = r2g.dataset
+    dataset = corpus_dataset(pools, gamma, cfg.test_fraction, cfg.seed, cfg.max_prompt_chars)
+    write_dataset(dataset, Path(out_dir) / "dataset")
+    test_problems = {e.task_id for e in dataset.test}
+    report: dict = {
+        "dataset": dataset.card(),
+        "pools": {
+            "problems": len(pools),
+            "held_out": len(test_problems),
+            "label_sources": _count_by(pools, lambda p: p.label_source),
+            "reward_kinds": _count_by(pools, lambda p: f"{p.label_source}: {p.reward_kind}"),
+        },
+        "kinds": {},
+    }
+    configs = {"encoder": r2g.encoder, "generative": r2g.generative}
+    for kind in kinds:
+        config: EncoderR2GConfig | GenerativeR2GConfig = configs[kind]
+        model_dir = Path(out_dir) / kind
+        if not (reuse_models and (model_dir / MANIFEST).is_file()):
+            train(dataset, config, model_dir)
+        reranker = load_reranker(model_dir)
+        scores = reranker.score_candidates([Candidate.of(e) for e in dataset.test])
+        rows = per_problem(dataset.test, scores)
+        report["kinds"][kind] = {
+            "model": reranker.name,
+            "summary": breakdown(rows, samples, confidence),
+            "problems": rows,
+        }
+    atomic_write_json(Path(out_dir) / "ranking.json", report)
+    corpus_ranking_table(report, reference, samples, confidence).write(
+        Path(table_dir), "r2g_corpus"
+    )
+    return report
+
+
+def _count_by(items, key) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[key(item)] = counts.get(key(item), 0) + 1
+    return dict(sorted(counts.items()))

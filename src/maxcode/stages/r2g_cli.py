@@ -16,7 +16,7 @@ from maxcode.errors import ConfigError
 from maxcode.params import load_params
 from maxcode.pipeline import R2G_DATA, R2G_MODEL, R2G_RANKING, PipelinePlan
 from maxcode.r2g.dataset import card_markdown
-from maxcode.stages.r2g import dataset_stage, ranking_stage, train_stage
+from maxcode.stages.r2g import corpus_ranking_stage, dataset_stage, ranking_stage, train_stage
 
 app = typer.Typer(
     help="Reward-to-go model: dataset, training, ranking evaluation.", no_args_is_help=True
@@ -120,3 +120,54 @@ def _rollout_files(paths: list[Path]) -> list[Path]:
     if not files:
         raise ConfigError(f"no .jsonl rollout files under {[str(p) for p in paths]}")
     return files
+
+
+@app.command()
+def corpus(
+    corpus_dir: Annotated[
+        Path, typer.Argument(metavar="CORPUS", help="output of `maxcode runs import`")
+    ],
+    measurements: Annotated[
+        Path | None,
+        typer.Option(
+            help="our GPU measurements (`maxcode eval runs` export); they win per problem"
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="dataset, models and ranking.json")] = Path(
+        "models/r2g-corpus"
+    ),
+    tables: Annotated[Path, typer.Option(help="folder of the r2g_corpus table")] = Path(
+        "results/tables"
+    ),
+    kind: Annotated[
+        list[str] | None, typer.Option(help="model kind(s) to run (default: both)")
+    ] = None,
+    reuse_models: Annotated[
+        bool,
+        typer.Option(
+            help="score a kind's model already trained in OUT/<kind> instead of retraining"
+        ),
+    ] = False,
+    params: ParamsOption = DEFAULT_PARAMS,
+) -> None:
+    """Train on the corpus's training problems; rank held-out problems' real candidates."""
+    cfg = load_params(params)
+    kinds = tuple(kind or ("encoder", "generative"))
+    bad = [k for k in kinds if k not in ("encoder", "generative")]
+    if bad:
+        raise ConfigError(f"--kind {bad[0]!r}: choose encoder or generative")
+    report = corpus_ranking_stage(
+        corpus_dir,
+        cfg.r2g,
+        cfg.search.gamma,
+        out,
+        tables,
+        cfg.tables.bootstrap_samples,
+        cfg.tables.confidence,
+        Path(cfg.tables.reference) if cfg.tables.reference else None,
+        measurements,
+        kinds,
+        reuse_models,
+    )
+    typer.echo((tables / "r2g_corpus.md").read_text())
+    typer.echo(json.dumps(report["pools"], indent=2))

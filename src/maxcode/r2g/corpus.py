@@ -1,0 +1,173 @@
+"""Reward-to-go examples from the corpus of public runs, rewarded by measurements.
+
+One pool per problem: the distinct programs that carry a measurement from one label source.
+Our own GPU verdicts (``maxcode eval runs``' export) win where a problem has any; otherwise
+the published labels of the GPU that labelled most of the problem's programs. A pool never
+mixes label sources, and every example records its ``label_source``.
+
+Reward of a program: its speedup when correct (0 otherwise). Where the label source gives
+runtimes but no reference time (KernelBench run folders record only the candidate's time),
+the reward is ``1000 / runtime_ms``: the speedup times the pool's one unknown reference
+time, so ranks, Spearman and "best of the top m / best of all k" are exact while absolute
+speedups are not (the pool's ``reward_kind`` says which).
+
+Single attempts are one-step runs (return = reward). Attempts of a multi-turn trajectory get
+the max-reward return along the trajectory, ``G_t = max_{k>=t} gamma^(k-t) r_k``, and the
+observation text of the feedback and diagnosis that attempt saw.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from maxcode.r2g.dataset import DatasetParams, R2GDataset, R2GExample, split_tasks
+from maxcode.r2g.prompt import build_prompt, format_target
+from maxcode.runs.record import Attempt, CorpusRecord
+
+SPEEDUP = "speedup"
+INVERSE_RUNTIME = "1000/runtime_ms (speedup up to the pool's reference time)"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A program's measured outcome under one label source."""
+
+    correct: bool
+    speedup: float | None
+    runtime_ms: float | None
+
+
+@dataclass(frozen=True)
+class Pool:
+    problem: str  # "L2/12_Gemm_Multiply_LeakyReLU.py"
+    level: int
+    label_source: str  # "ours/<evaluator>/<gpu>" or "published/<gpu>"
+    reward_kind: str
+    members: list[tuple[CorpusRecord, Measured]]
+
+
+def build_pools(
+    records: list[CorpusRecord], measurements: dict[tuple[str, str], dict] | None = None
+) -> list[Pool]:
+    by_problem: dict[str, list[CorpusRecord]] = defaultdict(list)
+    for r in records:
+        by_problem[r.problem.key].append(r)
+    pools = []
+    for key, members in sorted(by_problem.items()):
+        pool = _ours(key, members, measurements or {}) or _published(key, members)
+        if pool is not None:
+            pools.append(pool)
+    return pools
+
+
+def _ours(key: str, members: list[CorpusRecord], measurements: dict) -> Pool | None:
+    rows = [(r, measurements.get((r.code_hash, r.problem.reference_hash))) for r in members]
+    rows = [(r, m) for r, m in rows if m is not None]
+    if not rows:
+        return None
+    source = Counter(f"ours/{m['evaluator']}/{m['gpu']}" for _, m in rows).most_common(1)[0][0]
+    chosen = [
+        (r, Measured(m["status"] == "ok", m.get("speedup"), m.get("runtime_ms")))
+        for r, m in rows
+        if f"ours/{m['evaluator']}/{m['gpu']}" == source
+    ]
+    return Pool(key, members[0].problem.level, source, SPEEDUP, chosen)
+
+
+def _published(key: str, members: list[CorpusRecord]) -> Pool | None:
+    usable: dict[str, list[tuple[CorpusRecord, Attempt]]] = defaultdict(list)
+    for r in members:
+        seen = set()
+        for a in r.attempts:
+            if a.label.usable and a.label.gpu and a.label.gpu not in seen:
+                seen.add(a.label.gpu)
+                usable[a.label.gpu].append((r, a))
+    if not usable:
+        return None
+    gpu = max(sorted(usable), key=lambda g: len(usable[g]))
+    rows = usable[gpu]
+    with_speedup = all(a.label.speedup is not None for _, a in rows if a.label.correct)
+    chosen = []
+    for r, a in rows:
+        runtime = a.label.runtime_ms
+        speedup = a.label.speedup if with_speedup else (1000.0 / runtime if runtime else None)
+        if a.label.correct and speedup is None:
+            continue  # correct but never timed: no reward to give it
+        chosen.append((r, Measured(bool(a.label.correct), speedup, runtime)))
+    kind = SPEEDUP if with_speedup else INVERSE_RUNTIME
+    return Pool(key, members[0].problem.level, f"published/{gpu}", kind, chosen)
+
+
+def reward(m: Measured) -> float:
+    return float(m.speedup) if m.correct and m.speedup is not None else 0.0
+
+
+def observation_of(a: Attempt) -> str:
+    """What the attempt's prompt carried from earlier attempts; "" for a first attempt."""
+    parts = []
+    if a.feedback:
+        parts.append(f"feedback on the previous attempt:\n{a.feedback}")
+    if a.diagnosis:
+        parts.append(f"diagnosis of the previous attempt:\n{a.diagnosis}")
+    return "\n\n".join(parts)
+
+
+def pool_examples(pool: Pool, gamma: float, max_prompt_chars: int) -> list[R2GExample]:
+    """One example per distinct program of the pool, in a stable order."""
+    rewards = {r.code_hash: reward(m) for r, m in pool.members}
+    # returns along trajectories: the attempts of one trajectory, in turn order, by program
+    steps: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for r, _ in pool.members:
+        for a in r.attempts:
+            if a.trajectory and a.turn is not None:
+                steps[a.trajectory].append((a.turn, r.code_hash))
+    value = dict(rewards)
+    for seq in steps.values():
+        seq.sort()
+        running = 0.0
+        for _, h in reversed(seq):
+            running = max(rewards[h], gamma * running)
+            value[h] = max(value[h], running)
+    out = []
+    members = sorted(pool.members, key=lambda rm: rm[0].code_hash)
+    for i, (r, m) in enumerate(members):
+        first = min(r.attempts, key=lambda a: (a.turn or 0, a.repo, a.run))
+        obs = observation_of(first)
+        out.append(
+            R2GExample(
+                task_id=pool.problem,
+                suite=f"kernelbench-L{pool.level}",
+                prompt=build_prompt(obs, r.code, max_prompt_chars),
+                target=format_target(value[r.code_hash]),
+                value=value[r.code_hash],
+                run_id=f"{pool.label_source}:{pool.problem}",
+                step=0,
+                proposal_index=i,
+                candidate_id=r.key,
+                reward=reward(m),
+                observation_text=obs,
+                source=r.code,
+            )
+        )
+    return out
+
+
+def corpus_dataset(
+    pools: list[Pool], gamma: float, test_fraction: float, seed: int, max_prompt_chars: int
+) -> R2GDataset:
+    """Examples split by problem (per level, by hash of the problem and the seed)."""
+    params = DatasetParams(
+        gamma=gamma,
+        test_fraction=test_fraction,
+        seed=seed,
+        max_prompt_chars=max_prompt_chars,
+        with_descriptions=False,
+    )
+    tasks = {(f"kernelbench-L{p.level}", p.problem) for p in pools}
+    test = split_tasks(tasks, test_fraction, seed)
+    train, held = [], []
+    for p in pools:
+        examples = pool_examples(p, gamma, max_prompt_chars)
+        (held if (f"kernelbench-L{p.level}", p.problem) in test else train).extend(examples)
+    return R2GDataset(train=train, test=held, params=params)

@@ -1,0 +1,85 @@
+"""Why our verdict on a candidate and its published label differ.
+
+The causes are the differential benchmark's (docs/cuda-evaluator.md): what is known about the
+labels' machines (40 GB of memory, a build environment that failed without a compiler
+message, kernels built for another GPU), semantics and tolerance versions, our own limits.
+``label`` is anything with ``verdict`` and ``error`` (the corpus's ``Label`` or the
+benchmark's).
+"""
+
+from __future__ import annotations
+
+import re
+
+CAUSES = (
+    "semantics",
+    "tolerance version",
+    "labels' GPU memory",
+    "labels' environment",
+    "evaluator memory",
+    "timeout",
+    "hack",
+    "other",
+)
+"""Why our verdict and the label differ."""
+
+DOCUMENTED = ("semantics", "tolerance version", "labels' GPU memory", "labels' environment", "hack")
+"""Causes that are a known, documented difference from the labels (docs/cuda-evaluator.md):
+the others (our own memory, a timeout, anything unexplained) count against agreement."""
+
+LABEL_ATOL = 1e-2
+"""The runs' tolerance: KernelBench v0/v0.1 compared with atol = rtol = 1e-2 at fp32."""
+
+# Module mode and seeding matter only where forward depends on them: running statistics or
+# randomness in training mode (KernelBench builds models in training mode, seeds before each).
+MODE_SENSITIVE = re.compile(
+    r"\b(BatchNorm\dd|InstanceNorm\dd|Dropout\dd?|AlphaDropout|dropout|RReLU)\b"
+)
+OOM = re.compile(r"out of memory", re.IGNORECASE)
+NO_KERNEL_IMAGE = "no kernel image is available"
+# The harness reports only this line when the build's log was not kept: the compiler never said why.
+BARE_BUILD_ERROR = re.compile(r"^Error building extension '[^']*'$")
+# Names that torch's headers of the labels' version did not declare where the kernel used them;
+# a build with another torch finds them (the kernel is right for that torch).
+TORCH_HEADER_VERSION = re.compile(
+    r'identifier "C10_\w+" is undefined|namespace "(at|c10|torch)(::\w+)*" has no member'
+)
+OUR_TOLERANCE = re.compile(r"atol=([0-9.e+-]+).*max abs err ([0-9.e+-]+|nan|inf)")
+
+
+def agrees(label: str, ours: str) -> bool:
+    """Label classes are named as our statuses; timeout, rejected and memory_limit never agree."""
+    return label == ours
+
+
+def disagreement_cause(problem_source: str, label, status: str, reason: str) -> str:
+    """The documented cause of a disagreement, from the label's error, our reason and the problem.
+
+    Checked most specific first: our own rejections and time limits, then what is known about
+    the labels' machine (40 GB of memory, an extension build environment that failed without a
+    compiler message, kernels built for another GPU), then semantics and tolerances.
+    """
+    if status == "rejected":
+        return "hack"
+    if status == "timeout":
+        return "timeout"
+    if label.verdict == "runtime_error" and OOM.search(label.error):
+        return "labels' GPU memory"
+    if label.verdict == "runtime_error" and NO_KERNEL_IMAGE in label.error:
+        return "labels' environment"
+    if label.verdict == "compile_error" and (
+        BARE_BUILD_ERROR.match(label.error) or TORCH_HEADER_VERSION.search(label.error)
+    ):
+        return "labels' environment"
+    if status in ("runtime_error", "memory_limit") and OOM.search(reason):
+        return "evaluator memory"
+    if {label.verdict, status} == {"ok", "wrong_answer"}:
+        if MODE_SENSITIVE.search(problem_source):
+            return "semantics"
+        m = OUR_TOLERANCE.search(reason)
+        # a tighter tolerance than the labels', and an error within theirs: v0.1 passes it
+        if status == "wrong_answer" and m:
+            our_atol, max_abs = float(m.group(1)), float(m.group(2))
+            if our_atol < LABEL_ATOL and max_abs <= LABEL_ATOL:
+                return "tolerance version"
+    return "other"

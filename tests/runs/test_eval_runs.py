@@ -1,0 +1,118 @@
+"""`maxcode eval runs`' CPU side: resume, KernelBench-format results, agreement and export.
+
+The CUDA evaluator needs a GPU to run a candidate, so these tests pass a small fake
+evaluation in its place (the seam ``evaluate_corpus`` takes); the GPU path is the
+evaluator's own, measured through the device machine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from maxcode.evaluate.result import EvalResult, Status, Timing
+from maxcode.runs.corpus import Checkout, SourceSpec, import_corpus
+from maxcode.runs.evaluate import evaluate_corpus
+from maxcode.runs.kernelbench_format import kernelbench_label
+from maxcode.runs.layouts import kernelbench_entries
+from tests.runs.public_layouts import write_checkout, write_kernel_coder, write_kernelbench_runs
+
+
+class FakeEvaluation:
+    """Marks programs whose text holds '-2' wrong, the rest ok at 2 ms against 4 ms; can stop
+    after a number of results, as a kill would."""
+
+    def __init__(self, stop_after: int | None = None):
+        self.seen: list[str] = []
+        self.stop_after = stop_after
+
+    def __call__(self, items, on_result):
+        out = []
+        for i, (_task, code) in enumerate(items):
+            if self.stop_after is not None and len(self.seen) == self.stop_after:
+                raise KeyboardInterrupt
+            self.seen.append(code)
+            if "-2" in code:
+                r = EvalResult(Status.WRONG_ANSWER, reason="max abs err 0.5")
+            else:
+                r = EvalResult(Status.OK, timing=Timing("cuda_events", "ms", 2.0, 4.0))
+            on_result(i, r)
+            out.append(r)
+        return out
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> tuple[Path, Path]:
+    checkout = write_checkout(tmp_path / "kb")
+    specs = [
+        SourceSpec.parse(f"kernelbench-runs:{write_kernelbench_runs(tmp_path / 'ta')}@9202a5c"),
+        SourceSpec.parse(f"kernel-coder:{write_kernel_coder(tmp_path / 'kc')}@5a9fb0c"),
+    ]
+    import_corpus(specs, checkout, tmp_path / "corpus")
+    return tmp_path / "corpus", checkout
+
+
+def test_a_kill_loses_only_what_was_in_flight_and_a_rerun_evaluates_nothing_twice(corpus, tmp_path):
+    corpus_dir, _ = corpus
+    out = tmp_path / "eval"
+    killed = FakeEvaluation(stop_after=3)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_corpus(corpus_dir, out, killed, "fake/1", "GPU X", batch=2)
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3
+    rest = FakeEvaluation()
+    summary = evaluate_corpus(corpus_dir, out, rest, "fake/1", "GPU X", batch=2)
+    assert not set(killed.seen) & set(rest.seen)
+    assert summary["measured"] == summary["sampled"] == len(killed.seen) + len(rest.seen)
+    again = FakeEvaluation()
+    assert evaluate_corpus(corpus_dir, out, again, "fake/1", "GPU X")["evaluated_now"] == 0
+    assert again.seen == []
+    other_gpu = FakeEvaluation()
+    evaluate_corpus(corpus_dir, out, other_gpu, "fake/1", "GPU Y")
+    assert len(other_gpu.seen) == summary["measured"]
+
+
+def test_run_files_read_back_as_kernelbench_results(corpus, tmp_path):
+    corpus_dir, checkout = corpus
+    out = tmp_path / "eval"
+    evaluate_corpus(
+        corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X", checkout=Checkout(checkout)
+    )
+    run = out / "runs" / "technoabsurdist__KernelBench" / "gemini_level1_run"
+    (run / "level_1_problem_1_sample_0_kernel.py").write_text(
+        ""
+    )  # the reader pairs files and entries
+    labels = {f.problem_id: kernelbench_label(e) for f, e in kernelbench_entries(run)}
+    assert labels[1].verdict == "ok" and labels[1].speedup == pytest.approx(2.0)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    # problem 2's reference in that run differs from the checkout's
+    assert {r["checkout_differs"] for r in rows if "Relu2" in r["key"]} == {True}
+
+
+def test_agreement_and_an_export_without_code(corpus, tmp_path):
+    corpus_dir, _ = corpus
+    out = tmp_path / "eval"
+    evaluate_corpus(corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X")
+    agreement = json.loads((out / "agreement.json").read_text())
+    ta = agreement["technoabsurdist/KernelBench"]
+    assert ta["labels"] == 3 and ta["pairs"]["wrong_answer -> wrong_answer"] == 1
+    kc = agreement["j1mk1m/Kernel-Coder"]
+    assert kc["labels"] == 6  # the two harness errors are not usable labels
+    assert kc["pairs"]["compile_error -> ok"] == 2
+    export = (out / "measurements.jsonl").read_text()
+    assert "ModelNew" not in export
+    row = json.loads(export.splitlines()[0])
+    assert {"code_hash", "task_hash", "evaluator", "gpu", "status", "speedup"} <= set(row)
+
+
+def test_a_time_limit_stops_between_batches_and_writes_what_finished(corpus, tmp_path):
+    corpus_dir, _ = corpus
+    out = tmp_path / "eval"
+    first = evaluate_corpus(
+        corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X", batch=2, max_seconds=0
+    )
+    assert first["evaluated_now"] == 2 and first["left_for_a_rerun"] == first["sampled"] - 2
+    assert (out / "agreement.json").is_file() and first["measured"] == 2
+    rest = evaluate_corpus(corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X", batch=2)
+    assert rest["evaluated_now"] == first["left_for_a_rerun"] and rest["left_for_a_rerun"] == 0
