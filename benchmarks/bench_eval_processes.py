@@ -23,6 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from result_json import add_json_argument, headline, json_path, write_result
+
+BENCHMARK = "cuda-eval-processes"
+
 
 def evaluate(candidate: Path, task: Path, cache_dir: Path, tf32: str) -> dict[str, Any]:
     """One ``maxcode eval cuda`` process: its verdict, speedup and wall seconds."""
@@ -73,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, required=True, help="build cache, shared")
     parser.add_argument("--processes", type=int, default=4, help="processes side by side")
     parser.add_argument("--tf32", default="torch-default", choices=("torch-default", "off"))
-    parser.add_argument("--json", type=Path, help="every figure of the run")
+    add_json_argument(parser, BENCHMARK)
     args = parser.parse_args(argv)
     for path in [args.task, *args.candidates]:
         if not path.is_file():
@@ -100,23 +104,22 @@ def main(argv: list[str] | None = None) -> int:
         f"same verdict: {same}/{len(solo)}; speedup side by side / alone: {len(ratios)} correct, "
         f"largest difference {100 * worst:.1f}%"
     )
-    if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "task": str(args.task),
-                    "tf32": args.tf32,
-                    "processes": args.processes,
-                    "alone": dict(zip([c.stem for c in args.candidates], solo, strict=True)),
-                    "side_by_side": dict(
-                        zip([c.stem for c in args.candidates], shared, strict=True)
-                    ),
-                    "same_verdicts": same,
-                    "largest_speedup_difference": round(worst, 4),
-                },
-                indent=1,
-            )
-        )
+    data = {
+        "task": str(args.task),
+        "tf32": args.tf32,
+        "processes": args.processes,
+        "alone": dict(zip([c.stem for c in args.candidates], solo, strict=True)),
+        "side_by_side": dict(zip([c.stem for c in args.candidates], shared, strict=True)),
+        "same_verdicts": same,
+        "largest_speedup_difference": round(worst, 4),
+    }
+    headlines = [
+        headline(
+            f"same verdicts, {args.processes} processes vs one at a time", f"{same}/{len(solo)}"
+        ),
+        headline("largest speedup difference, side by side / alone", round(100 * worst, 2), "%"),
+    ]
+    write_result(BENCHMARK, data, headlines, json_path(args.json, BENCHMARK))
     return 0
 
 
