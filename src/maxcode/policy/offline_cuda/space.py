@@ -23,6 +23,11 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
         "unroll": (1, 2, 4),
         "cache": (0, 1),
     },
+    "reduction-split": {
+        "threads": (128, 256, 512, 1024),
+        "vec": (1, 4),
+        "chunks_per_sm": (1, 2, 4, 8),
+    },
     "reduction-strided": {
         "bx": (32, 64, 128, 256),
         "by": (1, 2, 4, 8, 16),
@@ -46,6 +51,7 @@ CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
         "scan": (("threads", 1),),
         "elementwise": (("vec", 1), ("ept", 1)),
         "reduction-row": (("cache", 1), ("unroll", 1), ("tpr", 1)),
+        "reduction-split": (("vec", 1), ("chunks_per_sm", 1)),
         "reduction-strided": (("unroll", 1), ("bx", 1)),
         "gemm": (("bm", 1), ("bn", 1), ("bk", 1)),
     },
@@ -54,22 +60,36 @@ CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
         "scan": (("threads", 0),),
         "elementwise": (("threads", 0), ("blocks_per_sm", 0)),
         "reduction-row": (("tpr", 0), ("rpb", 0)),
+        "reduction-split": (("threads", 0), ("chunks_per_sm", 0)),
         "reduction-strided": (("by", 1), ("bx", 0)),
         "gemm": (("bm", -1), ("bn", -1)),
     },
     "compute": {
         "elementwise": (("ept", 1),),
         "reduction-row": (("unroll", 1),),
+        "reduction-split": (("threads", 1),),
         "reduction-strided": (("unroll", 1),),
         "gemm": (("tm", 1), ("tn", 1)),
     },
 }
 TWO_PASS = ("softmax", "log_softmax", "layer_norm", "logsumexp")  # kinds that read the row twice
 SM_THREADS = 132 * 2048  # threads that fill an H100; only sizes the defaults
+# Rows along the last dim are split across blocks (reduction_split.cu.j2) when there are fewer
+# than this many rows (one block per row leaves SMs idle: a loss or a norm over the whole
+# tensor is one row) and they hold at least SPLIT_MIN_ELEMENTS elements in all.
+SPLIT_ROWS = 2 * 132
+SPLIT_MIN_ELEMENTS = 1 << 16
 
 
 def variant(stage: Stage) -> str:
     if stage.family == "reduction":
+        outer, r, _ = stage.extra["sizes"]
+        if (
+            stage.extra["layout"] == "row"
+            and outer < SPLIT_ROWS
+            and outer * r >= SPLIT_MIN_ELEMENTS
+        ):
+            return "reduction-split"
         return f"reduction-{stage.extra['layout']}"
     return stage.family
 
@@ -104,6 +124,8 @@ def default(stage: Stage) -> dict[str, int]:
         tpr = 32 if r <= 256 else 128 if r <= 1024 else 256
         two_pass = stage.extra["kind"] in TWO_PASS
         return {"tpr": tpr, "rpb": 4 if tpr == 32 else 1, "unroll": 4, "cache": int(two_pass)}
+    if var == "reduction-split":
+        return {"threads": 512, "vec": 4, "chunks_per_sm": 4}
     if var == "reduction-strided":
         outer, _, inner = stage.extra["sizes"]
         bx = 32 if inner <= 32 else 64 if inner <= 64 else 128
