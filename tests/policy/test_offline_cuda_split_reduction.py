@@ -72,6 +72,12 @@ def test_few_long_rows_take_the_split_layout_with_a_workspace(policy, name):
     assert re.search(r"_workspace\(outer\d+, \(int\)red\d+\)", rendered.cpp)
 
 
+def test_a_scalar_minus_a_tensor_fuses_into_the_reduction(policy):
+    """``1 - x * y`` (aten.rsub in the exported graph) is elementwise, not a library call."""
+    plan, _ = split_stages(policy, "hinge_loss", SPLIT["hinge_loss"])
+    assert [s.family for s in plan.stages] == ["reduction"]
+
+
 def test_many_short_rows_keep_one_block_per_row(policy):
     source = problem("        pass", "torch.softmax(x * y, dim=1)", "4096, 256")
     _, reductions = split_stages(policy, "short_rows", source)

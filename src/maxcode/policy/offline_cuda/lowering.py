@@ -224,12 +224,17 @@ class _Builder:
         if handler is not None and handler(node, shape, dtype) is not False:
             return
         kind = ALIASES.get(name)
+        swap = kind == "rsub"  # rsub(x, c, alpha) = c - alpha * x: a sub with operands swapped
+        if swap:
+            kind = "sub"
         if kind in ELEMENTWISE and self._float_operands(node) and dtype == "float32":
             try:
                 nargs, attrs = normalize_call(kind, args, kwargs, node.name, origin)
             except UnsupportedOp:
                 pass
             else:
+                if swap:
+                    nargs = (nargs[1], nargs[0])
                 nargs = tuple(
                     Ref(self.alias.get(a.name, a.name)) if isinstance(a, Ref) else a for a in nargs
                 )
