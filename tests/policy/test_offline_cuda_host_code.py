@@ -105,6 +105,28 @@ def test_a_non_default_dtype_is_written_as_tensor_options(policy):
     ]
 
 
+@pytest.mark.parametrize(
+    "name, layout",
+    [("conv_pool", "ChannelsLast"), ("conv_transpose_groupnorm", "ChannelsLast3d")],
+)
+def test_channels_last_convolution_is_a_searched_choice(policy, name, layout):
+    plan = policy.analyze(PROBLEMS[name], f"{name}.py").variants[-1]
+    conv = plan.stages[0]
+    assert space.variant(conv) == "library-conv" and space.default(conv) == {"channels_last": 0}
+    assert [p for p, _ in space.neighbours(conv, space.default(conv))] == [{"channels_last": 1}]
+    # a compute-bound critique points at the layout
+    assert space.cue_weight(conv, {"channels_last": 0}, {"channels_last": 1}, {"compute"}) == 1
+    params = [space.default(s) for s in plan.stages]
+    assert "MemoryFormat" not in render(plan, params, policy.name).cpp
+    params[0] = {"channels_last": 1}
+    cpp = render(plan, params, policy.name).cpp
+    assert (
+        f"t0.contiguous(at::MemoryFormat::{layout}), t1.contiguous(at::MemoryFormat::{layout})"
+        in cpp
+    )
+    assert [space.variant(s) for s in plan.stages].count("library-conv") == 1  # pooling: plain
+
+
 def torch_include() -> Path:
     root = os.environ.get("MAXCODE_TORCH_INCLUDE")
     if root:
@@ -127,8 +149,13 @@ def test_host_code_compiles_against_the_torch_headers(policy, tmp_path: Path):
         analysis = policy.analyze(source, f"{name}.py")
         assert analysis.plan is not None, (name, analysis.reason)
         for j, plan in enumerate(analysis.variants):
-            cpp = render(plan, [space.default(s) for s in plan.stages], policy.name).cpp
-            units.append(f"namespace unit{i}_{j} {{  // {name}, variant {j}\n{cpp}\n}}")
+            for layout in (0, 1):  # convolutions in their own layout, then channels-last
+                params = [space.default(s) for s in plan.stages]
+                for p in params:
+                    if "channels_last" in p:
+                        p["channels_last"] = layout
+                cpp = render(plan, params, policy.name).cpp
+                units.append(f"namespace unit{i}_{j}_{layout} {{  // {name}\n{cpp}\n}}")
     (tmp_path / "host.cpp").write_text("\n".join(units))
     proc = subprocess.run(
         [

@@ -466,3 +466,28 @@ def test_a_task_not_faster_than_eager_is_reported_as_having_nothing_to_offer(cap
     assert "no candidate faster than eager (the library): nothing to offer" in out
     assert "supported 80% of 100 problems" in out
     assert "not faster than eager: level1/94_MSELoss" in out
+
+
+def test_batch_statistics_in_one_welford_pass_are_a_searched_choice(policy, tmp_path: Path):
+    plan = policy.analyze(BATCHNORM, "batchnorm.py").plan
+    (stats,) = [s for s in plan.stages if s.family == "stats"]
+    base = space.default(stats)
+    assert base == {"threads": 512, "welford": 0}
+    one_pass = {**base, "welford": 1}
+    assert one_pass in [p for p, _ in space.neighbours(stats, base)]
+    assert space.cue_weight(stats, base, one_pass, {"memory"}) == 1.0  # reads the data once
+    params = [one_pass if s is stats else space.default(s) for s in plan.stages]
+    cuda = render(plan, params, policy.name).cuda
+    assert "_welford_add(" in cuda and "_welford_merge(" in cuda
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    (tmp_path / "k.cu").write_text(cuda)
+    proc = subprocess.run(
+        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]

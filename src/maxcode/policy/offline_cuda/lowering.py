@@ -1025,5 +1025,21 @@ def _library(graph: OpGraph, node: OpNode, given: dict[str, str]) -> Stage:
             "cpp": node.attrs["cpp"],
             "tuple": bool(node.attrs.get("tuple")),
             "origin": node.origin,
+            "conv_rank": _conv_rank(node, tensors),
         },
     )
+
+
+_CONVOLUTIONS = frozenset(
+    f"aten.{name}"
+    for name in ("conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d", "convolution")
+)
+
+
+def _conv_rank(node: OpNode, tensors: list[TensorArg]) -> int:
+    """4 or 5 for a 2-D or 3-D convolution whose input and weight are the call's first two
+    operands (their memory layout is then a choice of the search), else 0."""
+    if node.origin not in _CONVOLUTIONS or len(tensors) < 2:
+        return 0
+    rank = len(tensors[0].shape)
+    return rank if rank in (4, 5) and len(tensors[1].shape) == rank else 0

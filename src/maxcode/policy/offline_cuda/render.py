@@ -114,13 +114,18 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
         sargs = [f"(float)s{i}" for i in range(len(scalars))]
         if stage.family == "library":
             expr = stage.extra["cpp"]
+            layout = "ChannelsLast3d" if stage.extra.get("conv_rank") == 5 else "ChannelsLast"
             for i, v in enumerate(tvars):
+                if p.get("channels_last") and i < 2:  # the convolution's input and weight
+                    v = f"{v}.contiguous(at::MemoryFormat::{layout})"
                 expr = expr.replace(f"@{i}@", v)
             host.update(
                 expr=expr, contiguous=stage.extra["contiguous"], origin=stage.extra["origin"]
             )
         elif stage.family in ("stats", "scan"):
             ctx["op"] = stage.extra.get("op", "sum")
+            if stage.family == "stats":  # the Welford helpers
+                cuda_parts.append(env.get_template("common.cuh.j2").render(ctx))
             cuda_parts.append(
                 env.get_template(
                     f"{'channel_stats' if stage.family == 'stats' else 'scan'}.cu.j2"

@@ -34,7 +34,11 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
         "unroll": (1, 2, 4),
     },
     "library": {},
-    "stats": {"threads": (128, 256, 512, 1024)},
+    # A convolution through cuDNN with input and weight in channels-last memory (NHWC /
+    # NDHWC, as torch.compile lays them out), its result made contiguous again only where a
+    # kernel of ours reads it.
+    "library-conv": {"channels_last": (0, 1)},
+    "stats": {"threads": (128, 256, 512, 1024), "welford": (0, 1)},
     "scan": {"threads": (128, 256, 512, 1024)},
     "gemm": {
         "bm": (32, 64, 128),
@@ -47,7 +51,7 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
 # Bottleneck class -> (parameter, direction): +1 larger values, -1 smaller, 0 any change.
 CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
     "memory": {
-        "stats": (("threads", 1),),
+        "stats": (("threads", 1), ("welford", 1)),
         "scan": (("threads", 1),),
         "elementwise": (("vec", 1), ("ept", 1)),
         "reduction-row": (("cache", 1), ("unroll", 1), ("tpr", 1)),
@@ -70,6 +74,7 @@ CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
         "reduction-split": (("threads", 1),),
         "reduction-strided": (("unroll", 1),),
         "gemm": (("tm", 1), ("tn", 1)),
+        "library-conv": (("channels_last", 0),),
     },
 }
 TWO_PASS = ("softmax", "log_softmax", "layer_norm", "logsumexp")  # kinds that read the row twice
@@ -82,6 +87,8 @@ SPLIT_MIN_ELEMENTS = 1 << 16
 
 
 def variant(stage: Stage) -> str:
+    if stage.family == "library" and stage.extra.get("conv_rank"):
+        return "library-conv"
     if stage.family == "reduction":
         outer, r, _ = stage.extra["sizes"]
         if (
@@ -115,8 +122,12 @@ def default(stage: Stage) -> dict[str, int]:
     var = variant(stage)
     if var == "library":
         return {}
-    if var in ("stats", "scan"):
-        return {"threads": 512 if var == "stats" else 256}
+    if var == "library-conv":
+        return {"channels_last": 0}
+    if var == "stats":
+        return {"threads": 512, "welford": 0}
+    if var == "scan":
+        return {"threads": 256}
     if var == "elementwise":
         return {"threads": 256, "ept": 2, "vec": 4, "blocks_per_sm": 0}
     if var == "reduction-row":
