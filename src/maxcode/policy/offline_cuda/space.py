@@ -81,9 +81,9 @@ TWO_PASS = ("softmax", "log_softmax", "layer_norm", "logsumexp")  # kinds that r
 SM_THREADS = 132 * 2048  # threads that fill an H100; only sizes the defaults
 # Rows along the last dim are split across blocks (reduction_split.cu.j2) when there are fewer
 # than this many rows (one block per row leaves SMs idle: a loss or a norm over the whole
-# tensor is one row) and they hold at least SPLIT_MIN_ELEMENTS elements in all.
+# tensor is one row) and each row is long enough for two chunks of 1,024 float4 loads.
 SPLIT_ROWS = 2 * 132
-SPLIT_MIN_ELEMENTS = 1 << 16
+SPLIT_MIN_ROW = 8192
 
 
 def variant(stage: Stage) -> str:
@@ -91,11 +91,7 @@ def variant(stage: Stage) -> str:
         return "library-conv"
     if stage.family == "reduction":
         outer, r, _ = stage.extra["sizes"]
-        if (
-            stage.extra["layout"] == "row"
-            and outer < SPLIT_ROWS
-            and outer * r >= SPLIT_MIN_ELEMENTS
-        ):
+        if stage.extra["layout"] == "row" and outer < SPLIT_ROWS and r >= SPLIT_MIN_ROW:
             return "reduction-split"
         return f"reduction-{stage.extra['layout']}"
     return stage.family
