@@ -491,3 +491,37 @@ def test_batch_statistics_in_one_welford_pass_are_a_searched_choice(policy, tmp_
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_layer_norm_rows_in_one_welford_pass_are_a_searched_choice(policy, tmp_path: Path):
+    source = kb_problem(
+        "features",
+        "        self.ln = nn.LayerNorm(features)",
+        "        return torch.relu(self.ln(x))",
+        "features = 256",
+        "torch.randn(512, features)",
+        "features",
+    )
+    plan = policy.analyze(source, "layernorm.py").plan
+    (row,) = [s for s in plan.stages if s.family == "reduction"]
+    base = space.default(row)
+    assert space.variant(row) == "reduction-row" and base["welford"] == 0 and base["cache"] == 1
+    one_pass = {**base, "welford": 1, "cache": 0}  # nothing to cache when the row is read once
+    assert one_pass in [p for p, _ in space.neighbours(row, base)]
+    assert not space.valid("reduction-row", {**base, "welford": 1}, row)
+    softmax = policy.analyze(simple("torch.softmax(x, dim=2)"), "softmax.py").plan.stages[0]
+    assert not space.valid("reduction-row", {**space.default(softmax), "welford": 1}, softmax)
+    cuda = render(plan, [one_pass], policy.name).cuda
+    assert "_row_welford(" in cuda
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    (tmp_path / "k.cu").write_text(cuda)
+    proc = subprocess.run(
+        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -22,6 +22,7 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
         "rpb": (1, 2, 4, 8),
         "unroll": (1, 2, 4),
         "cache": (0, 1),
+        "welford": (0, 1),
     },
     "reduction-split": {
         "threads": (128, 256, 512, 1024),
@@ -54,7 +55,7 @@ CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
         "stats": (("threads", 1), ("welford", 1)),
         "scan": (("threads", 1),),
         "elementwise": (("vec", 1), ("ept", 1)),
-        "reduction-row": (("cache", 1), ("unroll", 1), ("tpr", 1)),
+        "reduction-row": (("cache", 1), ("unroll", 1), ("tpr", 1), ("welford", 1)),
         "reduction-split": (("vec", 1), ("chunks_per_sm", 1)),
         "reduction-strided": (("unroll", 1), ("bx", 1)),
         "gemm": (("bm", 1), ("bn", 1), ("bk", 1)),
@@ -102,6 +103,8 @@ def valid(var: str, p: dict[str, int], stage: Stage) -> bool:
     if var == "reduction-row":
         if p["cache"] and stage.extra["kind"] not in TWO_PASS:
             return False
+        if p["welford"] and (stage.extra["kind"] != "layer_norm" or p["cache"]):
+            return False  # one pass: only LayerNorm's statistics, and no row to cache
         return p["tpr"] * p["rpb"] <= 1024
     if var == "reduction-strided":
         return p["bx"] * p["by"] <= 1024
@@ -130,7 +133,13 @@ def default(stage: Stage) -> dict[str, int]:
         _, r, _ = stage.extra["sizes"]
         tpr = 32 if r <= 256 else 128 if r <= 1024 else 256
         two_pass = stage.extra["kind"] in TWO_PASS
-        return {"tpr": tpr, "rpb": 4 if tpr == 32 else 1, "unroll": 4, "cache": int(two_pass)}
+        return {
+            "tpr": tpr,
+            "rpb": 4 if tpr == 32 else 1,
+            "unroll": 4,
+            "cache": int(two_pass),
+            "welford": 0,
+        }
     if var == "reduction-split":
         return {"threads": 512, "vec": 4, "chunks_per_sm": 4}
     if var == "reduction-strided":
