@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
 from maxcode.policy.offline_cuda.render import render
 
@@ -69,6 +70,7 @@ def test_few_long_rows_take_the_split_layout_with_a_workspace(policy, name):
     assert re.search(r"red\d+_partials<4><<<", rendered.cuda)
     assert re.search(r"red\d+_finish<4><<<", rendered.cuda)
     assert "atomic" not in rendered.cuda  # the combination order is fixed: deterministic
+    assert static_findings(rendered.source) == []  # the evaluator's anti-cheat checks
     assert re.search(r"_workspace\(outer\d+, \(int\)red\d+\)", rendered.cpp)
 
 
