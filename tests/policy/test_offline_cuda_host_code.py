@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
 from maxcode.policy.offline_cuda.lowering import LIBRARY
 from maxcode.policy.offline_cuda.render import render
@@ -119,7 +120,9 @@ def test_channels_last_convolution_is_a_searched_choice(policy, name, layout):
     params = [space.default(s) for s in plan.stages]
     assert "MemoryFormat" not in render(plan, params, policy.name).cpp
     params[0] = {"channels_last": 1}
-    cpp = render(plan, params, policy.name).cpp
+    rendered = render(plan, params, policy.name)
+    assert static_findings(rendered.source) == []  # the evaluator's anti-cheat checks
+    cpp = rendered.cpp
     assert (
         f"t0.contiguous(at::MemoryFormat::{layout}), t1.contiguous(at::MemoryFormat::{layout})"
         in cpp
