@@ -14,8 +14,11 @@ share of supported tasks with a correct candidate.
 With --kernelbench DIR (a KernelBench checkout, e.g. $KB/KernelBench) the tasks are real
 problems instead: --per-level N per --levels level, drawn with --sample-seed from the
 problems the policy supports (CPU-side analysis, as bench_offline_cuda_coverage.py), at
-the problem sizes the files ship with. Aggregates then also give, per level, the median
-and geometric-mean speedup and the share above 1.0.
+the problem sizes the files ship with. Aggregates then also give, per level, the share of
+the level's problems the policy supports, the median and geometric-mean speedup and the
+share above 1.0 (over eager and over torch.compile), the candidates evaluated, and how
+often the best candidate came after the first step. A task whose best correct candidate is
+not faster than eager (the library) is reported as such: it has no candidate to offer.
 
 Time on one GPU: compiles run on every core, GPU evaluations one after another (correctness
 trials, shape check, eager and torch.compile timing). The defaults allow 14 supported tasks x
@@ -143,6 +146,8 @@ def summarize(task: Task, policy: OfflineCudaPolicy, out: Path) -> dict:
         else None,
         "best_params": best["meta"]["params"] if best else None,
         "best_step": best["step"] if best else None,
+        # Not faster than eager (the library): nothing to offer, as ``maxcode optimize`` says.
+        "offered": best is not None and best["evaluation"]["figures"]["speedup_vs_eager"] > 1.0,
         "steps": len({r["step"] for r in records}),
         "first_failure": next(
             (
@@ -155,7 +160,7 @@ def summarize(task: Task, policy: OfflineCudaPolicy, out: Path) -> dict:
     }
 
 
-def aggregate(rows: list[dict]) -> dict:
+def aggregate(rows: list[dict], coverage: dict | None = None) -> dict:
     families: dict[str, dict] = {}
     for fam in sorted({r["family"] for r in rows if r["family"]}):
         mine = [r for r in rows if r["family"] == fam]
@@ -177,7 +182,7 @@ def aggregate(rows: list[dict]) -> dict:
     levels = {}
     for level in sorted({r["level"] for r in supported if r.get("level") is not None}):
         mine = [r for r in supported if r["level"] == level]
-        levels[level] = {"tasks": len(mine), **_speedups(mine)}
+        levels[level] = {"tasks": len(mine), **(coverage or {}).get(level, {}), **_speedups(mine)}
     return {
         "families": families,
         "levels": levels,
@@ -193,7 +198,15 @@ def aggregate(rows: list[dict]) -> dict:
 def _speedups(rows: list[dict]) -> dict:
     """Correct share; median, geometric mean and share > 1.0 of the best speedups (a task with
     no correct candidate counts as no speedup: it is left out of the speedup figures)."""
-    out: dict = {"share_correct": sum(r["correct_found"] for r in rows) / len(rows)}
+    correct = [r for r in rows if r["correct_found"]]
+    out: dict = {
+        "share_correct": len(correct) / len(rows),
+        "evaluations": sum(r.get("executed", 0) for r in rows),
+        "share_best_after_first_step": (
+            sum((r.get("best_step") or 0) > 0 for r in correct) / len(correct) if correct else None
+        ),
+        "not_offered": sorted(r["task"] for r in correct if not r.get("offered", True)),
+    }
     for key, name in (("best_speedup_vs_eager", "eager"), ("best_speedup_vs_compiled", "compiled")):
         values = [r[key] for r in rows if r["correct_found"] and r[key]]
         out[f"median_vs_{name}"] = statistics.median(values) if values else None
@@ -207,9 +220,15 @@ def _speedups(rows: list[dict]) -> dict:
 
 
 def kernelbench_sample(
-    kb: Path, levels: list[int], per_level: list[int], seed: int, policy: OfflineCudaPolicy
+    kb: Path,
+    levels: list[int],
+    per_level: list[int],
+    seed: int,
+    policy: OfflineCudaPolicy,
+    coverage: dict | None = None,
 ) -> list[Task]:
-    """``per_level`` supported problems of each level, drawn with ``seed``."""
+    """``per_level`` supported problems of each level, drawn with ``seed``; ``coverage`` gets
+    each level's problem count and supported share."""
     tasks = []
     for level, count in zip(levels, per_level, strict=True):
         folder = kb / f"level{level}"
@@ -220,6 +239,9 @@ def kernelbench_sample(
             task = load_problem_file(path, level=level)
             if policy.analyze(task.reference_source, path.name).plan is not None:
                 supported.append(task)
+        problems = len(list(folder.glob("*.py")))
+        if coverage is not None and problems:
+            coverage[level] = {"problems": problems, "share_supported": len(supported) / problems}
         tasks += random.Random(seed).sample(supported, min(count, len(supported)))
     return tasks
 
@@ -285,17 +307,18 @@ def main() -> None:
     add_json_argument(parser, "offline-cuda-policy")
     args = parser.parse_args()
     args.json = json_path(args.json, "offline-cuda-policy")
+    args.coverage = {}
     policy = OfflineCudaPolicy()
     if args.merge:
-        rows, seconds = merge(args.merge)
-        report(rows, seconds)
+        rows, seconds, args.coverage = merge(args.merge)
+        report(rows, seconds, args.coverage)
         _write(args, "merged", rows, seconds)
         return
     if args.kernelbench is not None:
         if len(args.per_level) != len(args.levels):
             parser.error("--per-level needs one count per --levels entry")
         tasks = kernelbench_sample(
-            args.kernelbench, args.levels, args.per_level, args.sample_seed, policy
+            args.kernelbench, args.levels, args.per_level, args.sample_seed, policy, args.coverage
         )
     else:
         tasks = load_builtin_cuda()
@@ -355,11 +378,11 @@ def main() -> None:
                     flush=True,
                 )
     seconds = time.perf_counter() - start
-    report(rows, seconds)
+    report(rows, seconds, args.coverage)
     _write(args, policy, rows, seconds)
 
 
-def report(rows: list[dict], seconds: float) -> None:
+def report(rows: list[dict], seconds: float, coverage: dict | None = None) -> None:
     """Per task, per family and per level: correct share and speedups (vs torch.compile marked
     * where it comes from a separate reference-only run, see ``--merge``)."""
     print(
@@ -372,11 +395,13 @@ def report(rows: list[dict], seconds: float) -> None:
             f"{'*' if r.get('vs_compiled_from') else ' '}  "
             f"{r['statuses'] or r['unsupported_reason']}"
         )
+        if r["correct_found"] and not r.get("offered", True):
+            print("    no candidate faster than eager (the library): nothing to offer")
         if r.get("compiled_reference_error"):
             print(
                 f"    torch.compile of the reference failed: {r['compiled_reference_error'][:300]}"
             )
-    agg = aggregate(rows)
+    agg = aggregate(rows, coverage)
     print(
         f"\n{'family':<12} {'tasks':>5} {'correct':>8} {'mean/median vs eager':>22} {'mean/median vs compile':>24}"
     )
@@ -393,6 +418,17 @@ def report(rows: list[dict], seconds: float) -> None:
             f"{f['share_above_1_vs_eager'] if f['share_above_1_vs_eager'] is not None else '-'}; "
             f"vs compile median {_fmt(f['median_vs_compiled'])} geomean {_fmt(f['geomean_vs_compiled'])} "
             f"share>1 {f['share_above_1_vs_compiled'] if f['share_above_1_vs_compiled'] is not None else '-'}"
+        )
+        supported = (
+            f"{f['share_supported']:.0%} of {f['problems']} problems"
+            if "share_supported" in f
+            else "-"
+        )
+        after = f["share_best_after_first_step"]
+        print(
+            f"    supported {supported}; {f['evaluations']} candidates evaluated; best after "
+            f"the first step {f'{after:.0%}' if after is not None else '-'}; not faster than "
+            f"eager: {', '.join(f['not_offered']) or 'none'}"
         )
     if any(r.get("vs_compiled_from") for r in rows):
         print(
@@ -439,14 +475,15 @@ def references(evaluator: CudaEvaluator, tasks: list[Task], out: Path | None) ->
         write_result("offline-cuda-policy", {"references": rows}, None, out)
 
 
-def merge(paths: list[Path]) -> tuple[list[dict], float]:
+def merge(paths: list[Path]) -> tuple[list[dict], float, dict]:
     """Search rows of several runs (parts of one sample) as one list; a row with no torch.compile
     figure gets one from a reference-only run: its speedup over eager divided by torch.compile's."""
-    rows, refs, seconds = [], {}, 0.0
+    rows, refs, seconds, coverage = [], {}, 0.0, {}
     for path in paths:
         data = json.loads(path.read_text())
         data = data.get("data", data)  # a result file, or a bare one from before result_json
         rows += data.get("rows", [])
+        coverage.update({int(k): v for k, v in data.get("coverage", {}).items()})
         seconds += data.get("seconds", 0.0)
         refs.update({r["task"]: r for r in data.get("references", [])})
     for r in rows:
@@ -456,13 +493,13 @@ def merge(paths: list[Path]) -> tuple[list[dict], float]:
             r["best_speedup_vs_compiled"] = round(r["best_speedup_vs_eager"] / ratio, 4)
             r["vs_compiled_from"] = "reference-only run"
             r["compiled_reference_error"] = None
-    return rows, seconds
+    return rows, seconds, coverage
 
 
 def _write(
     args: argparse.Namespace, policy: OfflineCudaPolicy | str, rows: list[dict], seconds: float
 ) -> None:
-    summary = aggregate(rows)
+    summary = aggregate(rows, args.coverage)
     data = {
         "policy": policy if isinstance(policy, str) else policy.name,
         "depth": args.depth,
@@ -472,6 +509,7 @@ def _write(
         "seconds": seconds,
         "evaluations": sum(r["executed"] for r in rows),
         "rows": rows,
+        "coverage": args.coverage,
         "aggregate": summary,
     }
     found = sum(bool(r.get("correct_found")) for r in rows)

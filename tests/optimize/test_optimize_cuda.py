@@ -45,3 +45,14 @@ def test_offline_cuda_policy_finds_a_faster_fused_kernel(fused_chain, tmp_path):
     assert "__global__" in (out / "best.py").read_text()
     html = (out / "report.html").read_text()
     assert 'id="speedup-plot"' in html and 'id="diff"' in html
+
+
+def test_summary_says_plainly_when_the_best_candidate_is_slower_than_torch_compile():
+    from maxcode.optimize.run import _against_compiled
+
+    slower = _against_compiled({"figures": {"speedup_vs_eager": 1.4, "speedup_vs_compiled": 0.8}})
+    assert "slower than torch.compile(model) (0.800x" in slower
+    assert "no candidate faster than torch.compile was found" in slower
+    faster = _against_compiled({"figures": {"speedup_vs_compiled": 1.25}})
+    assert faster == " It is 1.250x the speed of torch.compile(model)."
+    assert _against_compiled({"figures": {"speedup_vs_eager": 1.4}}) == ""  # C++: no such figure

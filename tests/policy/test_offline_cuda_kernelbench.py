@@ -399,26 +399,36 @@ def test_merged_parts_take_torch_compile_from_a_reference_only_run(tmp_path):
     sys.path.insert(0, str(BENCHMARKS))
     import bench_offline_cuda_policy as bench
 
-    def row(task: str, vs_eager: float | None, vs_compiled: float | None) -> dict:
+    def row(task: str, vs_eager: float | None, vs_compiled: float | None, step: int = 0) -> dict:
         return {
             "task": task,
             "level": 2,
             "family": "fused",
+            "executed": 4,
             "correct_found": vs_eager is not None,
             "best_speedup_vs_eager": vs_eager,
             "best_speedup_vs_compiled": vs_compiled,
+            "best_step": step if vs_eager is not None else None,
+            "offered": vs_eager is not None and vs_eager > 1.0,
             "compiled_reference_error": None if vs_compiled else "BackendCompilerFailed <- ...",
         }
 
+    coverage = {"2": {"problems": 100, "share_supported": 0.9}}
     (tmp_path / "a.json").write_text(
-        json.dumps({"seconds": 10.0, "rows": [row("a", 2.0, None), row("b", 1.5, 0.9)]})
+        json.dumps(
+            {
+                "seconds": 10.0,
+                "coverage": coverage,
+                "rows": [row("a", 2.0, None, step=1), row("b", 1.5, 0.9)],
+            }
+        )
     )
     (tmp_path / "b.json").write_text(json.dumps({"seconds": 5.0, "rows": [row("c", None, None)]}))
     refs = [
         {"task": t, "compiled_speedup_over_eager": 4.0} for t in ("a", "b", "c")
     ]  # b keeps its own, measured figure
     (tmp_path / "refs.json").write_text(json.dumps({"references": refs}))
-    rows, seconds = bench.merge([tmp_path / n for n in ("a.json", "b.json", "refs.json")])
+    rows, seconds, coverage = bench.merge([tmp_path / n for n in ("a.json", "b.json", "refs.json")])
     by_task = {r["task"]: r for r in rows}
     assert seconds == 15.0 and set(by_task) == {"a", "b", "c"}
     assert by_task["a"]["best_speedup_vs_compiled"] == 0.5
@@ -427,5 +437,91 @@ def test_merged_parts_take_torch_compile_from_a_reference_only_run(tmp_path):
         by_task["b"]["best_speedup_vs_compiled"] == 0.9 and "vs_compiled_from" not in by_task["b"]
     )
     assert by_task["c"]["best_speedup_vs_compiled"] is None  # no correct candidate: no speedup
-    level = bench.aggregate(rows)["levels"][2]
+    level = bench.aggregate(rows, coverage)["levels"][2]
     assert level["share_correct"] == 2 / 3 and level["median_vs_compiled"] == 0.7
+    assert level["share_supported"] == 0.9 and level["evaluations"] == 12
+    assert level["share_best_after_first_step"] == 0.5  # a's best came at step 1, b's at 0
+    assert level["not_offered"] == []
+
+
+def test_a_task_not_faster_than_eager_is_reported_as_having_nothing_to_offer(capsys):
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_offline_cuda_policy as bench
+
+    slow = {
+        "task": "level1/94_MSELoss",
+        "level": 1,
+        "family": "kernels",
+        "executed": 4,
+        "correct_found": True,
+        "best_speedup_vs_eager": 0.6,
+        "best_speedup_vs_compiled": 0.3,
+        "best_step": 0,
+        "offered": False,
+        "statuses": {"ok": 4},
+        "unsupported_reason": None,
+    }
+    bench.report([slow], 60.0, {1: {"problems": 100, "share_supported": 0.8}})
+    out = capsys.readouterr().out
+    assert "no candidate faster than eager (the library): nothing to offer" in out
+    assert "supported 80% of 100 problems" in out
+    assert "not faster than eager: level1/94_MSELoss" in out
+
+
+def test_batch_statistics_in_one_welford_pass_are_a_searched_choice(policy, tmp_path: Path):
+    plan = policy.analyze(BATCHNORM, "batchnorm.py").plan
+    (stats,) = [s for s in plan.stages if s.family == "stats"]
+    base = space.default(stats)
+    assert base == {"threads": 512, "welford": 0}
+    one_pass = {**base, "welford": 1}
+    assert one_pass in [p for p, _ in space.neighbours(stats, base)]
+    assert space.cue_weight(stats, base, one_pass, {"memory"}) == 1.0  # reads the data once
+    params = [one_pass if s is stats else space.default(s) for s in plan.stages]
+    cuda = render(plan, params, policy.name).cuda
+    assert "_welford_add(" in cuda and "_welford_merge(" in cuda
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    (tmp_path / "k.cu").write_text(cuda)
+    proc = subprocess.run(
+        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_layer_norm_rows_in_one_welford_pass_are_a_searched_choice(policy, tmp_path: Path):
+    source = kb_problem(
+        "features",
+        "        self.ln = nn.LayerNorm(features)",
+        "        return torch.relu(self.ln(x))",
+        "features = 256",
+        "torch.randn(512, features)",
+        "features",
+    )
+    plan = policy.analyze(source, "layernorm.py").plan
+    (row,) = [s for s in plan.stages if s.family == "reduction"]
+    base = space.default(row)
+    assert space.variant(row) == "reduction-row" and base["welford"] == 0 and base["cache"] == 1
+    one_pass = {**base, "welford": 1, "cache": 0}  # nothing to cache when the row is read once
+    assert one_pass in [p for p, _ in space.neighbours(row, base)]
+    assert not space.valid("reduction-row", {**base, "welford": 1}, row)
+    softmax = policy.analyze(simple("torch.softmax(x, dim=2)"), "softmax.py").plan.stages[0]
+    assert not space.valid("reduction-row", {**space.default(softmax), "welford": 1}, softmax)
+    cuda = render(plan, [one_pass], policy.name).cuda
+    assert "_row_welford(" in cuda
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    (tmp_path / "k.cu").write_text(cuda)
+    proc = subprocess.run(
+        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -562,8 +562,24 @@ def _summary(
     )
     return (
         f"Best candidate: {end.best_reward:.3f}x the original's speed, correct on every test, "
-        f"written to {best_path}. Cost: {cost}. Confidence: {confidence}. {stop}"
+        f"written to {best_path}.{_against_compiled(best.evaluation)} Cost: {cost}. "
+        f"Confidence: {confidence}. {stop}"
     )
+
+
+def _against_compiled(evaluation: dict | None) -> str:
+    """A CUDA candidate next to the user's one-line alternative, ``torch.compile(model)``:
+    said plainly when it is slower (empty where the evaluator has no torch.compile figure)."""
+    figures = (evaluation or {}).get("figures") or {}
+    ratio = figures.get("speedup_vs_compiled")
+    if ratio is None:
+        return ""
+    if ratio < 1.0:
+        return (
+            f" It is slower than torch.compile(model) ({ratio:.3f}x its speed): no candidate "
+            "faster than torch.compile was found, which is the faster choice for this model."
+        )
+    return f" It is {ratio:.3f}x the speed of torch.compile(model)."
 
 
 def _dir_hash(folder: Path) -> str:

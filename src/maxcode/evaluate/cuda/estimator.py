@@ -84,8 +84,8 @@ def gpu_memory_estimates_mb(reference_path: Path) -> tuple[float | None, float |
 
 
 def _warm_up() -> None:
-    """The first ``meta`` run imports torch's meta kernels and decompositions (1.7 s on the
-    dev box); done here once, not in every fork."""
+    """The first ``meta`` run imports torch's meta kernels and decompositions (seconds); done
+    here once, not in every fork."""
     import torch
 
     with torch.device("meta"):

@@ -224,12 +224,17 @@ class _Builder:
         if handler is not None and handler(node, shape, dtype) is not False:
             return
         kind = ALIASES.get(name)
+        swap = kind == "rsub"  # rsub(x, c, alpha) = c - alpha * x: a sub with operands swapped
+        if swap:
+            kind = "sub"
         if kind in ELEMENTWISE and self._float_operands(node) and dtype == "float32":
             try:
                 nargs, attrs = normalize_call(kind, args, kwargs, node.name, origin)
             except UnsupportedOp:
                 pass
             else:
+                if swap:
+                    nargs = (nargs[1], nargs[0])
                 nargs = tuple(
                     Ref(self.alias.get(a.name, a.name)) if isinstance(a, Ref) else a for a in nargs
                 )
@@ -696,29 +701,94 @@ _DTYPES = {
     torch.bool: "at::kBool",
     torch.int32: "at::kInt",
 }
+_MEMORY_FORMATS = {
+    torch.contiguous_format: "at::MemoryFormat::Contiguous",
+    torch.preserve_format: "at::MemoryFormat::Preserve",
+    torch.channels_last: "at::MemoryFormat::ChannelsLast",
+    torch.channels_last_3d: "at::MemoryFormat::ChannelsLast3d",
+}
+
+
+# The schema's tensor-options arguments; C++ takes them as one ``at::TensorOptions`` (the
+# packed overload every torch version since 1.x has), where the unpacked overload's
+# defaults changed between versions (torch 2.11 has no ``zeros_like(x, nullopt, nullopt,
+# nullopt, false)``).
+_OPTIONS = ("dtype", "layout", "device", "pin_memory")
 
 
 def _cpp_call(node: fx.Node, builder: _Builder, refs: list[str]) -> str:
-    """``at::name(args...)`` in schema order; omitted trailing arguments keep C++ defaults."""
+    """``at::name(args...)`` in schema order, the tensor options packed into one argument and
+    every trailing argument at its default left out, so the call uses only the stable
+    overloads (the ones a user writes) and not those whose defaults differ by torch version."""
     schema = node.target._schema
     name = schema.name.split("::")[-1]
+    arguments = list(schema.arguments)
+    packed = all(any(a.name == o for a in arguments) for o in _OPTIONS)
+    takes_tensor = any(str(a.type).startswith("Tensor") for a in arguments)
     values: list[str] = []
-    provided = []
-    for i, arg in enumerate(schema.arguments):
+    needed: list[bool] = []  # differs from the C++ default, so it must be written
+    options: dict[str, Any] = {}
+    for i, arg in enumerate(arguments):
         if arg.kwarg_only:
             present = arg.name in node.kwargs
             value = node.kwargs.get(arg.name)
         else:
             present = i < len(node.args) or arg.name in node.kwargs
             value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
-        provided.append(present)
         if not present:
             value = arg.default_value if arg.has_default_value() else None
+        if packed and arg.name in _OPTIONS:
+            options[arg.name] = value
+            if arg.name != _OPTIONS[-1]:
+                continue
+            text = _cpp_options(options, takes_tensor, node)
+            values.append(text)
+            needed.append(text != "at::TensorOptions()")
+            continue
         values.append(_cpp_value(value, arg, builder, refs, node))
-    last = max((i for i, p in enumerate(provided) if p), default=-1)
+        needed.append(
+            present
+            and (
+                isinstance(value, fx.Node)
+                or not arg.has_default_value()
+                or not _same(value, arg.default_value)
+            )
+        )
+    last = max((i for i, n in enumerate(needed) if n), default=-1)
     if _method_only(name):  # e.g. view, expand, numpy_T: Tensor methods in C++ too
         return f"{values[0]}.{name}({', '.join(values[1 : last + 1])})"
     return f"at::{name}({', '.join(values[: last + 1])})"
+
+
+def _same(value: Any, default: Any) -> bool:
+    """A traced argument equal to the schema's default (lists and tuples alike)."""
+    if isinstance(value, list | tuple) and isinstance(default, list | tuple):
+        return [*value] == [*default]
+    return type(value) is type(default) and value == default
+
+
+def _cpp_options(options: dict[str, Any], takes_tensor: bool, node: fx.Node) -> str:
+    """The packed ``at::TensorOptions``: only what differs from the default (an op with a
+    tensor operand, e.g. ``zeros_like``, takes the rest from it); a factory without one is
+    put on the GPU, where the candidate runs."""
+    parts = []
+    dtype = options.get("dtype")
+    if dtype is not None:
+        if dtype not in _DTYPES:
+            raise UnsupportedOp(
+                f"unsupported by the offline policy: dtype {dtype} in aten.{node.target}"
+            )
+        parts.append(f".dtype({_DTYPES[dtype]})")
+    layout = options.get("layout")
+    if layout is not None and layout != torch.strided:
+        raise UnsupportedOp(
+            f"unsupported by the offline policy: layout {layout} in aten.{node.target}"
+        )
+    if options.get("device") is not None or not takes_tensor:
+        parts.append(".device(at::kCUDA)")
+    if options.get("pin_memory"):
+        parts.append(".pinned_memory(true)")
+    return "at::TensorOptions()" + "".join(parts)
 
 
 def _method_only(name: str) -> bool:
@@ -748,8 +818,8 @@ def _cpp_value(value: Any, arg: Any, builder: _Builder, refs: list[str], node: f
             return "::std::optional<at::Tensor>()"
         return "::std::nullopt"
     if isinstance(value, list | tuple):
-        if "Tensor" in type_:
-            return "{" + ", ".join(tensor(v) for v in value) + "}"
+        if "Tensor" in type_:  # Tensor[]: a vector converts to TensorList and ITensorListRef
+            return "::std::vector<at::Tensor>{" + ", ".join(tensor(v) for v in value) + "}"
         return "at::IntArrayRef{" + ", ".join(str(int(v)) for v in value) + "}"
     if "List[int]" in type_ or "SymInt[" in type_ or "int[" in type_:
         count = int(arg.N) if getattr(arg, "N", None) else 1
@@ -775,7 +845,7 @@ def _cpp_value(value: Any, arg: Any, builder: _Builder, refs: list[str], node: f
     if isinstance(value, torch.layout):
         return "at::kStrided"
     if isinstance(value, torch.memory_format):
-        return "::std::nullopt"
+        return _MEMORY_FORMATS[value]
     raise UnsupportedOp(
         f"unsupported by the offline policy: argument {arg.name} of type {type(value).__name__} "
         f"in aten.{node.target} at node '{node.name}'"
@@ -955,5 +1025,21 @@ def _library(graph: OpGraph, node: OpNode, given: dict[str, str]) -> Stage:
             "cpp": node.attrs["cpp"],
             "tuple": bool(node.attrs.get("tuple")),
             "origin": node.origin,
+            "conv_rank": _conv_rank(node, tensors),
         },
     )
+
+
+_CONVOLUTIONS = frozenset(
+    f"aten.{name}"
+    for name in ("conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d", "convolution")
+)
+
+
+def _conv_rank(node: OpNode, tensors: list[TensorArg]) -> int:
+    """4 or 5 for a 2-D or 3-D convolution whose input and weight are the call's first two
+    operands (their memory layout is then a choice of the search), else 0."""
+    if node.origin not in _CONVOLUTIONS or len(tensors) < 2:
+        return 0
+    rank = len(tensors[0].shape)
+    return rank if rank in (4, 5) and len(tensors[1].shape) == rank else 0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import jinja2
 
+from maxcode.policy.offline_cuda import space
 from maxcode.policy.offline_cuda.families import Plan, Stage
 
 _SHORT = {
@@ -103,6 +104,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             "family": stage.family,
             "ns": ns,
             "out": f"o{si}",
+            "split": False,
             "tensors": [
                 {"role": t.role, "block": t.block, "py": t.py, "var": v}
                 for t, v in zip(stage.tensors, tvars, strict=True)
@@ -112,13 +114,18 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
         sargs = [f"(float)s{i}" for i in range(len(scalars))]
         if stage.family == "library":
             expr = stage.extra["cpp"]
+            layout = "ChannelsLast3d" if stage.extra.get("conv_rank") == 5 else "ChannelsLast"
             for i, v in enumerate(tvars):
+                if p.get("channels_last") and i < 2:  # the convolution's input and weight
+                    v = f"{v}.contiguous(at::MemoryFormat::{layout})"
                 expr = expr.replace(f"@{i}@", v)
             host.update(
                 expr=expr, contiguous=stage.extra["contiguous"], origin=stage.extra["origin"]
             )
         elif stage.family in ("stats", "scan"):
             ctx["op"] = stage.extra.get("op", "sum")
+            if stage.family == "stats":  # the Welford helpers
+                cuda_parts.append(env.get_template("common.cuh.j2").render(ctx))
             cuda_parts.append(
                 env.get_template(
                     f"{'channel_stats' if stage.family == 'stats' else 'scan'}.cu.j2"
@@ -158,6 +165,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             )
         elif stage.family == "reduction":
             ex = stage.extra
+            split = space.variant(stage) == "reduction-split"
             ctx.update(
                 params=kparams,
                 args=kargs,
@@ -170,7 +178,8 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 eps=ex["eps"],
             )
             cuda_parts.append(env.get_template("common.cuh.j2").render(ctx))
-            cuda_parts.append(env.get_template("reduction.cu.j2").render(ctx))
+            template = "reduction_split.cu.j2" if split else "reduction.cu.j2"
+            cuda_parts.append(env.get_template(template).render(ctx))
             ref = next(v for t, v in zip(stage.tensors, tvars, strict=True) if t.role == "full")
             host.update(
                 ref=ref,
@@ -178,7 +187,8 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 dim_end=ex["dim_end"],
                 reduced_out=ex["reduced_out"],
                 keepdim=ex["keepdim"],
-                decl=f"{kparams}, float* out, long outer, int R, long inner",
+                split=split,
+                decl=f"{kparams}, float* out, {'float* work, ' if split else ''}long outer, int R, long inner",
                 call=", ".join(call_ptrs + sargs),
             )
         else:

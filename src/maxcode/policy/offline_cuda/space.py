@@ -22,6 +22,12 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
         "rpb": (1, 2, 4, 8),
         "unroll": (1, 2, 4),
         "cache": (0, 1),
+        "welford": (0, 1),
+    },
+    "reduction-split": {
+        "threads": (128, 256, 512, 1024),
+        "vec": (1, 4),
+        "chunks_per_sm": (1, 2, 4, 8),
     },
     "reduction-strided": {
         "bx": (32, 64, 128, 256),
@@ -29,7 +35,11 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
         "unroll": (1, 2, 4),
     },
     "library": {},
-    "stats": {"threads": (128, 256, 512, 1024)},
+    # A convolution through cuDNN with input and weight in channels-last memory (NHWC /
+    # NDHWC, as torch.compile lays them out), its result made contiguous again only where a
+    # kernel of ours reads it.
+    "library-conv": {"channels_last": (0, 1)},
+    "stats": {"threads": (128, 256, 512, 1024), "welford": (0, 1)},
     "scan": {"threads": (128, 256, 512, 1024)},
     "gemm": {
         "bm": (32, 64, 128),
@@ -42,10 +52,11 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
 # Bottleneck class -> (parameter, direction): +1 larger values, -1 smaller, 0 any change.
 CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
     "memory": {
-        "stats": (("threads", 1),),
+        "stats": (("threads", 1), ("welford", 1)),
         "scan": (("threads", 1),),
         "elementwise": (("vec", 1), ("ept", 1)),
-        "reduction-row": (("cache", 1), ("unroll", 1), ("tpr", 1)),
+        "reduction-row": (("cache", 1), ("unroll", 1), ("tpr", 1), ("welford", 1)),
+        "reduction-split": (("vec", 1), ("chunks_per_sm", 1)),
         "reduction-strided": (("unroll", 1), ("bx", 1)),
         "gemm": (("bm", 1), ("bn", 1), ("bk", 1)),
     },
@@ -54,22 +65,35 @@ CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
         "scan": (("threads", 0),),
         "elementwise": (("threads", 0), ("blocks_per_sm", 0)),
         "reduction-row": (("tpr", 0), ("rpb", 0)),
+        "reduction-split": (("threads", 0), ("chunks_per_sm", 0)),
         "reduction-strided": (("by", 1), ("bx", 0)),
         "gemm": (("bm", -1), ("bn", -1)),
     },
     "compute": {
         "elementwise": (("ept", 1),),
         "reduction-row": (("unroll", 1),),
+        "reduction-split": (("threads", 1),),
         "reduction-strided": (("unroll", 1),),
         "gemm": (("tm", 1), ("tn", 1)),
+        "library-conv": (("channels_last", 0),),
     },
 }
 TWO_PASS = ("softmax", "log_softmax", "layer_norm", "logsumexp")  # kinds that read the row twice
 SM_THREADS = 132 * 2048  # threads that fill an H100; only sizes the defaults
+# Rows along the last dim are split across blocks (reduction_split.cu.j2) when there are fewer
+# than this many rows (one block per row leaves SMs idle: a loss or a norm over the whole
+# tensor is one row) and each row is long enough for two chunks of 1,024 float4 loads.
+SPLIT_ROWS = 2 * 132
+SPLIT_MIN_ROW = 8192
 
 
 def variant(stage: Stage) -> str:
+    if stage.family == "library" and stage.extra.get("conv_rank"):
+        return "library-conv"
     if stage.family == "reduction":
+        outer, r, _ = stage.extra["sizes"]
+        if stage.extra["layout"] == "row" and outer < SPLIT_ROWS and r >= SPLIT_MIN_ROW:
+            return "reduction-split"
         return f"reduction-{stage.extra['layout']}"
     return stage.family
 
@@ -79,6 +103,8 @@ def valid(var: str, p: dict[str, int], stage: Stage) -> bool:
     if var == "reduction-row":
         if p["cache"] and stage.extra["kind"] not in TWO_PASS:
             return False
+        if p["welford"] and (stage.extra["kind"] != "layer_norm" or p["cache"]):
+            return False  # one pass: only LayerNorm's statistics, and no row to cache
         return p["tpr"] * p["rpb"] <= 1024
     if var == "reduction-strided":
         return p["bx"] * p["by"] <= 1024
@@ -95,15 +121,27 @@ def default(stage: Stage) -> dict[str, int]:
     var = variant(stage)
     if var == "library":
         return {}
-    if var in ("stats", "scan"):
-        return {"threads": 512 if var == "stats" else 256}
+    if var == "library-conv":
+        return {"channels_last": 0}
+    if var == "stats":
+        return {"threads": 512, "welford": 0}
+    if var == "scan":
+        return {"threads": 256}
     if var == "elementwise":
         return {"threads": 256, "ept": 2, "vec": 4, "blocks_per_sm": 0}
     if var == "reduction-row":
         _, r, _ = stage.extra["sizes"]
         tpr = 32 if r <= 256 else 128 if r <= 1024 else 256
         two_pass = stage.extra["kind"] in TWO_PASS
-        return {"tpr": tpr, "rpb": 4 if tpr == 32 else 1, "unroll": 4, "cache": int(two_pass)}
+        return {
+            "tpr": tpr,
+            "rpb": 4 if tpr == 32 else 1,
+            "unroll": 4,
+            "cache": int(two_pass),
+            "welford": 0,
+        }
+    if var == "reduction-split":
+        return {"threads": 512, "vec": 4, "chunks_per_sm": 4}
     if var == "reduction-strided":
         outer, _, inner = stage.extra["sizes"]
         bx = 32 if inner <= 32 else 64 if inner <= 64 else 128
