@@ -108,9 +108,13 @@ def test_the_command_and_the_rules_call_the_same_stage_functions():
         )
     )
     by_cli = _stage_functions_called(REPO / "src" / "maxcode" / "stages" / "r2g_cli.py")
-    assert by_rules == by_cli == {
-        "dataset_stage",
-        "train_stage",
-        "ranking_stage",
-        "corpus_ranking_stage",
-    }
+    assert (
+        by_rules
+        == by_cli
+        == {
+            "dataset_stage",
+            "train_stage",
+            "ranking_stage",
+            "corpus_ranking_stage",
+        }
+    )
