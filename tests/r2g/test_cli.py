@@ -104,8 +104,17 @@ def test_the_command_and_the_rules_call_the_same_stage_functions():
     by_rules = set().union(
         *(
             _stage_functions_called(scripts / f)
-            for f in ("build_r2g_dataset.py", "train_r2g.py", "evaluate_r2g.py")
+            for f in ("build_r2g_dataset.py", "train_r2g.py", "evaluate_r2g.py", "corpus.py")
         )
     )
     by_cli = _stage_functions_called(REPO / "src" / "maxcode" / "stages" / "r2g_cli.py")
-    assert by_rules == by_cli == {"dataset_stage", "train_stage", "ranking_stage"}
+    assert (
+        by_rules
+        == by_cli
+        == {
+            "dataset_stage",
+            "train_stage",
+            "ranking_stage",
+            "corpus_ranking_stage",
+        }
+    )

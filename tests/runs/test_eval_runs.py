@@ -116,3 +116,19 @@ def test_a_time_limit_stops_between_batches_and_writes_what_finished(corpus, tmp
     assert (out / "agreement.json").is_file() and first["measured"] == 2
     rest = evaluate_corpus(corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X", batch=2)
     assert rest["evaluated_now"] == first["left_for_a_rerun"] and rest["left_for_a_rerun"] == 0
+
+
+def test_a_sample_prefix_mixes_levels_and_sources(corpus):
+    from maxcode.runs.evaluate import stratified
+    from maxcode.runs.record import read_corpus
+
+    corpus_dir, _ = corpus
+    records = read_corpus(corpus_dir)
+    sample = stratified(records, 4, seed=0)
+    assert len(sample) == 4 and len({r.key for r in sample}) == 4
+    assert {r.attempts[0].repo for r in sample} == {
+        "j1mk1m/Kernel-Coder",
+        "technoabsurdist/KernelBench",
+    }
+    assert [r.key for r in stratified(records, 4, seed=0)] == [r.key for r in sample]
+    assert len(stratified(records, None, seed=0)) == len(records)

@@ -77,7 +77,7 @@ def stratified(records: list[CorpusRecord], n: int | None, seed: int) -> list[Co
     for members in strata.values():
         members.sort(key=lambda r: hashlib.sha256(f"{seed}:{r.key}".encode()).hexdigest())
     picked: list[CorpusRecord] = []
-    keys = sorted(strata)
+    keys = sorted(strata, key=lambda k: (k[1], k[2], k[0]))  # levels alternate within a round
     while len(picked) < n and any(strata[k] for k in keys):
         for k in keys:
             if strata[k] and len(picked) < n:
