@@ -131,3 +131,30 @@ def test_cli_imports_and_rejects_bad_sources_in_one_line(sources, tmp_path):
         SourceSpec.parse("nope:/tmp")
     with pytest.raises(CorpusFormatError, match="no level1/ folder"):
         import_corpus(specs, tmp_path, tmp_path / "c2")
+
+
+def test_a_build_failure_filed_as_a_runtime_error_is_a_compile_error():
+    """load_inline builds while the module loads, so KernelBench files a failed build under
+    runtime_error; a crash at run time stays a runtime error."""
+    from maxcode.runs.kernelbench_format import kernelbench_label
+
+    build = kernelbench_label(
+        {
+            "compiled": False,
+            "correctness": False,
+            "metadata": {
+                "runtime_error": "Error building extension 'conv1d_cuda': [1/3] c++ -c main.cpp\n"
+                "main.cpp:17:5: error: expected primary-expression before 'conv1d_forward'"
+            },
+        }
+    )
+    crash = kernelbench_label(
+        {
+            "compiled": True,
+            "correctness": False,
+            "metadata": {"runtime_error": "CUDA error: an illegal memory access"},
+        }
+    )
+    assert (build.verdict, build.compiled) == ("compile_error", False)
+    assert "main.cpp:17:5: error: expected primary-expression" in build.error
+    assert crash.verdict == "runtime_error"

@@ -15,6 +15,9 @@ from maxcode.runs.record import Label
 
 KERNELBENCH_HARNESS = "KernelBench eval_results.json"
 
+BUILD_FAILURE = "Error building extension"
+"""How torch's ``load_inline`` reports a failed build (the compiler's output follows)."""
+
 COMPILER_DIAGNOSTIC = re.compile(r"(?:^|/)([\w.-]+\(\d+\): error: .*|[\w.-]+:\d+:\d+: error: .*)$")
 
 
@@ -37,7 +40,9 @@ def kernelbench_label(entry: dict, harness: str = KERNELBENCH_HARNESS) -> Label:
 
     KernelBench sets ``compiled`` false also for a CUDA error raised while loading the module
     (``cuda_error``): that is a crash, so any runtime or CUDA error counts as ``runtime_error``
-    before ``compiled`` is looked at. ``other_error`` is the harness failing on its own (a
+    before ``compiled`` is looked at, except a build failure: ``load_inline`` builds while the
+    module loads, so the harness files ``Error building extension ...`` as a runtime error; it is
+    a ``compile_error``, as our evaluator calls it. ``other_error`` is the harness failing on its own (a
     shared object it never built, an exception in the harness): the row is kept, its label is
     ``harness_error`` and not usable as a measurement.
     """
@@ -48,6 +53,8 @@ def kernelbench_label(entry: dict, harness: str = KERNELBENCH_HARNESS) -> Label:
     if "other_error" in meta:
         verdict, error = "harness_error", meta["other_error"]
         usable, why = False, "the harness failed on its own (metadata.other_error)"
+    elif str(meta.get("runtime_error") or "").startswith(BUILD_FAILURE):
+        verdict, error = "compile_error", compiler_error(str(meta["runtime_error"]))
     elif "runtime_error" in meta or "cuda_error" in meta:
         verdict, error = "runtime_error", meta.get("runtime_error") or meta.get("cuda_error")
     elif not entry["compiled"]:
