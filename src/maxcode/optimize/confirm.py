@@ -19,7 +19,7 @@ from pathlib import Path
 DEFAULT_MIN_SPEEDUP = 1.05
 DEFAULT_REPEATS = 5
 # Scale the largest test until the original takes this long on it (or the factor's cap).
-TARGET_SECONDS = 0.5
+TARGET_SECONDS = 1.0
 MAX_FACTOR = 1024
 # A confirmation run may take this many times the evaluator's per-test time limit.
 TIME_LIMIT_FACTOR = 3.0

@@ -88,7 +88,7 @@ def pragma_changes(original: str, source: str | None) -> list[str]:
 
 def speedup_plot_png(candidates: list[CandidateRecord], depth: int) -> bytes:
     """Speedup of every executed candidate per step, and the best so far."""
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    fig, ax = plt.subplots(figsize=(8.5, 3.6), dpi=110)
     executed = [c for c in candidates if c.executed]
     steps = [c.step + 1 for c in executed]
     rewards = [c.reward or 0.0 for c in executed]
@@ -109,7 +109,7 @@ def speedup_plot_png(candidates: list[CandidateRecord], depth: int) -> bytes:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=min(last, 12)))
     ax.set_xlabel("search step")
     ax.set_ylabel("speedup on the tests (0 = incorrect)")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the points
     ax.grid(alpha=0.3)
     fig.tight_layout()
     buf = io.BytesIO()
@@ -262,26 +262,33 @@ def _blind_spots_html(inputs: ReportInputs) -> str:
     if inputs.timing not in ("instructions", "cachegrind"):
         return ""
     items = "".join(f"<li>{html.escape(s)}</li>" for s in COUNT_BLIND_SPOTS)
-    return (
-        f"<h2>What {html.escape(inputs.timing)} counts cannot see</h2>"
-        f'<ul id="blind-spots">{items}</ul>'
-    )
+    what = "instruction counts" if inputs.timing == "instructions" else "cachegrind's estimate"
+    return f'<h2>What {what} cannot see</h2><ul id="blind-spots">{items}</ul>'
 
 
 def _change_html(inputs: ReportInputs) -> str:
-    if inputs.winner is not None:
-        return (
-            "<h2>Winning change</h2><div id='diff'>"
-            + diff_html(inputs.original, inputs.winner.source, inputs.target_name)
-            + "</div>"
-        )
-    if inputs.best_found is not None:
-        return (
-            "<h2>Best candidate's change (not written: no meaningful gain)</h2><div id='diff'>"
-            + diff_html(inputs.original, inputs.best_found.source, inputs.target_name)
-            + "</div>"
-        )
-    return ""
+    best = inputs.winner or inputs.best_found
+    if best is None:
+        return ""
+    title = (
+        "Winning change"
+        if inputs.winner is not None
+        else "Best candidate's change (not written: no meaningful gain)"
+    )
+    steps = (best.meta or {}).get("transformations") or []
+    what = ", ".join(steps) if steps else "an LLM rewrite"
+    notes = "".join(
+        f"<li class='warn'>{html.escape(n)}</li>"
+        for n in pragma_changes(inputs.original, best.source)
+    )
+    return (
+        f"<h2>{title}</h2><p id='changes'>{html.escape(best.candidate_id or '')}: "
+        f"{html.escape(what)}</p>"
+        + (f"<ul id='pragmas'>{notes}</ul>" if notes else "")
+        + "<div id='diff'>"
+        + diff_html(inputs.original, best.source, inputs.target_name)
+        + "</div>"
+    )
 
 
 def _change_text(c: CandidateRecord, original: str) -> str:
