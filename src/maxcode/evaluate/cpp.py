@@ -268,22 +268,22 @@ class CppEvaluator:
         it once natively in the same sandbox on one input; no run when it does not compile.
 
         For programs outside a task's tests: outputs made from the user's program, and
-        timings on inputs larger than the tests (``time_limit_s`` raises the limit)."""
+        timings on inputs larger than the tests (``time_limit_s`` raises the limit). The
+        run is scheduled as the user's own would be, on any core."""
         build = self.compiler.compile(source)
         if not build.ok:
             return build, None
         limits = self.config.limits()
         if time_limit_s is not None:
             limits = replace(limits, wall_s=time_limit_s, cpu_s=max(1, int(time_limit_s + 0.999)))
-        with self._cpu() as cpu:
-            out = self.sandbox.run(
-                [Sandbox.PROGRAM],
-                limits,
-                stdin_path=stdin_path,
-                hide=[stdin_path.parent],
-                cpu=cpu,
-                copy_program=build.binary,
-            )
+        out = self.sandbox.run(
+            [Sandbox.PROGRAM],
+            limits,
+            stdin_path=stdin_path,
+            hide=[stdin_path.parent],
+            cpu=None,  # not pinned: on a busy machine a pinned core adds its queue to the time
+            copy_program=build.binary,
+        )
         return build, out
 
     # -- stages ---------------------------------------------------------------------------

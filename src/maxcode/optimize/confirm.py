@@ -101,7 +101,9 @@ def confirmation_inputs(
     """(inputs, where they come from, notes). ``run_original(path)`` gives the original's
     wall time on one input, or None when it failed or ran out of time there."""
     if confirm_dir is not None:
-        inputs = sorted(p for p in confirm_dir.iterdir() if p.is_file())
+        inputs = sorted(p for p in confirm_dir.glob("input*") if p.is_file()) or sorted(
+            p for p in confirm_dir.iterdir() if p.is_file()
+        )  # a PIE-style folder's inputs, else every file
         return inputs, f"{len(inputs)} inputs in --confirm {confirm_dir}", []
     largest = max(tests, key=lambda p: p.stat().st_size)
     text = largest.read_text(errors="replace")
