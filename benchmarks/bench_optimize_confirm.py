@@ -12,9 +12,10 @@ Each has four PIE-style tests (a count n, then n records) whose expected outputs
 makes (``--make-tests``). ``maxcode optimize`` runs with the offline policy and the user's
 flags (``--cxxflags``, default ``--std=c++17 -O2``) into a fresh ``--out``; its confirmation
 times the original and the best by wall clock on the largest test scaled up. Then the
-benchmark, independently, builds the original and the written ``best.cpp`` with ``g++`` and
-the same flags (its own binaries, outside maxcode's cache and sandbox) and times them on
-the same confirmation input with a plain loop (interleaved, median of ``--repeats``). It
+benchmark, independently, builds the original and the best candidate (the written
+``best.cpp``, or the search's best when none was written) with ``g++`` and the same flags (its own binaries, outside maxcode's cache and sandbox) and times them on
+the same confirmation input with a plain loop (hyperfine's rule: at least ``--repeats`` runs and
+``--min-seconds`` of runs per binary, interleaved, the median run of each). It
 reports both speedups and their ratio; the claim checked is agreement within 20%.
 
     python3 benchmarks/bench_optimize_confirm.py --json benchmarks/results/optimize/confirm.json
@@ -152,7 +153,13 @@ def timed_run(exe: Path, stdin: Path) -> float:
 
 
 def independent_speedup(
-    original: Path, best: Path, inputs: list[Path], flags: str, repeats: int, work: Path
+    original: Path,
+    best: Path,
+    inputs: list[Path],
+    flags: str,
+    repeats: int,
+    min_seconds: float,
+    work: Path,
 ) -> dict:
     """Both programs built here with g++ and the flags, timed in a plain interleaved loop."""
     binaries = {}
@@ -160,12 +167,26 @@ def independent_speedup(
         exe = work / f"{role}.bin"
         subprocess.run(["g++", *shlex.split(flags), "-o", str(exe), str(src)], check=True)
         binaries[role] = exe
+    # hyperfine's rule, interleaved: every run of each binary is one sample, at least
+    # --repeats of each and --min-seconds of each; the faster one runs in batches so both
+    # see the same stretch of machine load.
     times: dict[str, list[float]] = {"original": [], "best": []}
-    for r in range(repeats):
-        for role in ("original", "best") if r % 2 == 0 else ("best", "original"):
-            times[role].append(sum(timed_run(binaries[role], path) for path in inputs))
+    first = {role: timed_run(exe, inputs[0]) for role, exe in binaries.items()}
+    batch = min(50, max(1, round(first["original"] / max(first["best"], 1e-4))))
+    while (
+        min(len(t) for t in times.values()) < repeats
+        or min(sum(t) for t in times.values()) < min_seconds
+    ):
+        times["original"].append(sum(timed_run(binaries["original"], p) for p in inputs))
+        for _ in range(batch):
+            times["best"].append(sum(timed_run(binaries["best"], p) for p in inputs))
     med_o, med_b = statistics.median(times["original"]), statistics.median(times["best"])
-    return {"original_s": times["original"], "best_s": times["best"], "speedup": med_o / med_b}
+    return {
+        "runs": {role: len(t) for role, t in times.items()},
+        "original_median_s": med_o,
+        "best_median_s": med_b,
+        "speedup": med_o / med_b,
+    }
 
 
 def one_program(name: str, root: Path, args) -> dict:
@@ -220,7 +241,9 @@ def one_program(name: str, root: Path, args) -> dict:
     best = root / f"{name}_best.cpp"
     best.write_text(winner["source"])
     inputs = [Path(p) for p in confirmation["inputs"]]
-    indep = independent_speedup(target, best, inputs, args.cxxflags, args.repeats, root)
+    indep = independent_speedup(
+        target, best, inputs, args.cxxflags, args.repeats, args.min_seconds, root
+    )
     row["independent"] = indep
     row["confirmed_over_independent"] = confirmation["speedup"] / indep["speedup"]
     row["within_20_percent"] = abs(row["confirmed_over_independent"] - 1) <= 0.2
@@ -235,7 +258,15 @@ def main() -> None:
     )
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--k", type=int, default=3)
-    ap.add_argument("--repeats", type=int, default=11, help="independent timing repeats per binary")
+    ap.add_argument(
+        "--repeats", type=int, default=10, help="independent timing: at least N runs per binary"
+    )
+    ap.add_argument(
+        "--min-seconds",
+        type=float,
+        default=3.0,
+        help="independent timing: at least this many seconds of runs per binary",
+    )
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args()
     results: dict = {

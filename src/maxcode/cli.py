@@ -322,8 +322,8 @@ def optimize_cmd(
         result = optimize(opts)
     except KeyboardInterrupt:
         typer.secho(
-            f"interrupted: finished steps are kept in {out / 'run.jsonl'}; "
-            "resume with --resume (and the same arguments)",
+            f"interrupted: finished steps are kept in {out / 'run.jsonl'} and shown in "
+            f"{out / 'report.html'} (partial); resume with --resume (and the same arguments)",
             fg=typer.colors.YELLOW,
             err=True,
         )

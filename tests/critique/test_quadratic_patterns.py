@@ -98,7 +98,9 @@ def test_growth_is_fitted_against_the_first_integer_with_start_up_cost_absorbed(
 
 def test_a_poor_fit_is_shown_but_concludes_nothing(tmp_path):
     source = '#include <cstdio>\nint main() { puts("1"); }\n'
-    task = Task("t", "unit", "cpp", source, tests_dir=make_tests_dir(tmp_path, [100, 200, 400, 800]))
+    task = Task(
+        "t", "unit", "cpp", source, tests_dir=make_tests_dir(tmp_path, [100, 200, 400, 800])
+    )
     result = counted([9e6, 1e6, 8e6, 2e6])  # no relation to n
     text = CRITIC.critique(task, source, result).text
     assert "a poor fit, so no growth is concluded" in text

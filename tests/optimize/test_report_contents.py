@@ -44,7 +44,7 @@ def report(tmp_path: Path, records: list, **kw) -> str:
 def test_nothing_won_means_no_winning_change_and_hardware_reads_as_text(tmp_path):
     records = one_step_run(tmp_path, [["ok:0.9 slower", "wrong"]])
     html = report(tmp_path, records)
-    assert "Winning change" not in html and "id='diff'" not in html
+    assert "Winning change" not in html and 'id="diff"' not in html
     hardware = html.split("<th>hardware</th><td>")[1].split("</td>")[0]
     assert "{" not in hardware and "cores" in hardware
     assert "<th>compile flags</th><td>g++ -O2</td>" in html

@@ -68,7 +68,7 @@ def test_string_append_keeps_the_output_and_appends_in_place(tmp_path):
 @pytest.mark.parametrize(
     "source",
     [
-        "#include <string>\nint main() { std::string s = \"a\"; s = s + s; }\n",  # reads itself
+        '#include <string>\nint main() { std::string s = "a"; s = s + s; }\n',  # reads itself
         "#include <string>\nint main() { std::string s, w; s = w + s; }\n",  # a prepend
         "int main() { int s = 0, w = 1; s = s + w; }\n",  # not a string
     ],

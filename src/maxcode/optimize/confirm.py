@@ -11,6 +11,7 @@ first, and must print the same output on every confirmation input.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import asdict, dataclass, field
@@ -21,6 +22,9 @@ DEFAULT_REPEATS = 5
 # Scale the largest test until the original takes this long on it (or the factor's cap).
 TARGET_SECONDS = 1.0
 MAX_FACTOR = 1024
+# A round times a fast program this long at least (its runs' median), at most this often.
+MIN_ROUND_S = 0.25
+MAX_RUNS_PER_ROUND = 25
 # A confirmation run may take this many times the evaluator's per-test time limit.
 TIME_LIMIT_FACTOR = 3.0
 
@@ -36,10 +40,11 @@ class Confirmation:
     inputs: list[str]
     how: str  # where the inputs come from, in words
     repeats: int
-    original_s: list[float]  # total over the inputs, per repeat
+    original_s: list[float]  # per round: the sum over the inputs of each one's median run
     best_s: list[float]
     min_speedup: float
     outputs_match: bool
+    runs_per_round: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -64,7 +69,7 @@ class Confirmation:
         med_o, med_b = statistics.median(self.original_s), statistics.median(self.best_s)
         return (
             f"{self.speedup:.2f}x by wall clock on {self.how} (original {med_o:.3f} s, best "
-            f"{med_b:.3f} s, median of {self.repeats} interleaved runs; range over the runs "
+            f"{med_b:.4f} s, median of {self.repeats} interleaved rounds; range over the rounds "
             f"{self.low:.2f}x-{self.high:.2f}x)"
         )
 
@@ -161,26 +166,37 @@ def confirm(
         return out.wall_s if ok else None
 
     inputs, how, notes = confirmation_inputs(tests, confirm_dir, work, original_time)
-    outputs_match = True
-    totals = {"original": [0.0] * repeats, "best": [0.0] * repeats}
     sources = {"original": original, "best": best}
+
+    def timed(role: str, path: Path):
+        out, ok = run(sources[role], path)
+        if not ok:
+            raise ConfirmError(
+                f"the {role} program failed on {path.name} (exit {out.exit_code}, "
+                f"signal {out.signal}, timed out: {out.timed_out}); give smaller "
+                "inputs with --confirm DIR"
+            )
+        return out
+
+    # A first run of each checks the outputs and sizes the rounds: a program much faster
+    # than the original runs several times per round (the round's figure is their median),
+    # so a few milliseconds of scheduling noise do not decide its speed.
+    outputs_match, runs, first = True, {}, {"original": 0.0, "best": 0.0}
+    for path in inputs:
+        printed = {role: timed(role, path) for role in sources}
+        for role, out in printed.items():
+            first[role] += out.wall_s
+        if printed["original"].stdout != printed["best"].stdout:
+            outputs_match = False
+            notes.append(f"the best program's output differs from the original's on {path}")
+    for role, seconds in first.items():
+        runs[role] = min(MAX_RUNS_PER_ROUND, max(1, math.ceil(MIN_ROUND_S / max(seconds, 1e-4))))
+    totals = {"original": [0.0] * repeats, "best": [0.0] * repeats}
     for r in range(repeats):
         for path in inputs:
-            order = ("original", "best") if r % 2 == 0 else ("best", "original")
-            printed = {}
-            for role in order:
-                out, ok = run(sources[role], path)
-                if not ok:
-                    raise ConfirmError(
-                        f"the {role} program failed on {path.name} (exit {out.exit_code}, "
-                        f"signal {out.signal}, timed out: {out.timed_out}); give smaller "
-                        "inputs with --confirm DIR"
-                    )
-                totals[role][r] += out.wall_s
-                printed[role] = out.stdout
-            if printed["original"] != printed["best"]:
-                outputs_match = False
-                notes.append(f"the best program's output differs from the original's on {path}")
+            for role in ("original", "best") if r % 2 == 0 else ("best", "original"):
+                times = [timed(role, path).wall_s for _ in range(runs[role])]
+                totals[role][r] += statistics.median(times)
     return Confirmation(
         inputs=[str(p) for p in inputs],
         how=how,
@@ -189,5 +205,6 @@ def confirm(
         best_s=totals["best"],
         min_speedup=min_speedup,
         outputs_match=outputs_match,
+        runs_per_round=runs,
         notes=notes,
     )

@@ -204,16 +204,20 @@ def _confirmation_html(inputs: ReportInputs) -> str:
     )
     rows = [
         ("inputs", c.how),
-        ("original, wall s per run", " ".join(f"{t:.4f}" for t in c.original_s)),
-        ("best, wall s per run", " ".join(f"{t:.4f}" for t in c.best_s)),
-        ("speedup (median)", f"{c.speedup:.3f}x"),
-        ("range over the runs", f"{c.low:.3f}x to {c.high:.3f}x"),
+        ("original, wall s per round", " ".join(f"{t:.4f}" for t in c.original_s)),
+        ("best, wall s per round", " ".join(f"{t:.4f}" for t in c.best_s)),
+        (
+            "runs per round (their median)",
+            ", ".join(f"{role} {n}" for role, n in c.runs_per_round.items()),
+        ),
+        ("speedup (median of the rounds)", f"{c.speedup:.3f}x"),
+        ("range over the rounds", f"{c.low:.3f}x to {c.high:.3f}x"),
         ("verdict", verdict),
         *(("note", n) for n in c.notes),
     ]
     return (
         "<h2>Confirmation: wall clock on larger inputs</h2><p>The original and the best, "
-        f"built with the same flags, run {c.repeats} times each, interleaved.</p>"
+        f"built with the same flags, timed in {c.repeats} interleaved rounds.</p>"
         + _table("confirmation", rows)
     )
 
@@ -282,10 +286,10 @@ def _change_html(inputs: ReportInputs) -> str:
         for n in pragma_changes(inputs.original, best.source)
     )
     return (
-        f"<h2>{title}</h2><p id='changes'>{html.escape(best.candidate_id or '')}: "
+        f'<h2>{title}</h2><p id="changes">{html.escape(best.candidate_id or "")}: '
         f"{html.escape(what)}</p>"
-        + (f"<ul id='pragmas'>{notes}</ul>" if notes else "")
-        + "<div id='diff'>"
+        + (f'<ul id="pragmas">{notes}</ul>' if notes else "")
+        + '<div id="diff">'
         + diff_html(inputs.original, best.source, inputs.target_name)
         + "</div>"
     )
