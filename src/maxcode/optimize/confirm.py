@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import re
 import statistics
+import subprocess
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -45,6 +47,7 @@ class Confirmation:
     min_speedup: float
     outputs_match: bool
     runs_per_round: dict[str, int] = field(default_factory=dict)
+    launch_overhead_s: float = 0.0  # the sandbox's own cost per run, subtracted
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -166,6 +169,7 @@ def confirm(
         return out.wall_s if ok else None
 
     inputs, how, notes = confirmation_inputs(tests, confirm_dir, work, original_time)
+    overhead = launch_overhead(evaluator, inputs[0])
     sources = {"original": original, "best": best}
 
     def timed(role: str, path: Path):
@@ -195,8 +199,8 @@ def confirm(
     for r in range(repeats):
         for path in inputs:
             for role in ("original", "best") if r % 2 == 0 else ("best", "original"):
-                times = [timed(role, path).wall_s for _ in range(runs[role])]
-                totals[role][r] += statistics.median(times)
+                times = [timed(role, path).wall_s - overhead for _ in range(runs[role])]
+                totals[role][r] += max(statistics.median(times), 1e-6)
     return Confirmation(
         inputs=[str(p) for p in inputs],
         how=how,
@@ -206,5 +210,29 @@ def confirm(
         min_speedup=min_speedup,
         outputs_match=outputs_match,
         runs_per_round=runs,
+        launch_overhead_s=overhead,
         notes=notes,
     )
+
+
+EMPTY_PROGRAM = "#include <iostream>\nint main() { return 0; }\n"
+OVERHEAD_RUNS = 15
+
+
+def launch_overhead(evaluator, stdin_path: Path) -> float:
+    """Seconds the sandbox adds to every run, subtracted from each timed run.
+
+    A program of maxcode's own that does nothing (built with the same flags, so it loads
+    the same libraries) is run in the sandbox and directly, interleaved; the difference of
+    the medians is what isolation costs, not what the user's binary costs. Running it
+    outside the sandbox is safe: it is not the user's code."""
+    build, _ = evaluator.run_program(EMPTY_PROGRAM, stdin_path)
+    if build.binary is None:
+        return 0.0
+    boxed, bare = [], []
+    for _ in range(OVERHEAD_RUNS):
+        boxed.append(evaluator.run_program(EMPTY_PROGRAM, stdin_path)[1].wall_s)
+        start = time.perf_counter()
+        subprocess.run([str(build.binary)], stdin=subprocess.DEVNULL, check=False)
+        bare.append(time.perf_counter() - start)
+    return max(0.0, statistics.median(boxed) - statistics.median(bare))
