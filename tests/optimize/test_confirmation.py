@@ -88,6 +88,8 @@ def test_a_quadratic_program_is_confirmed_much_slower_than_its_linear_rewrite(tm
     test.parent.mkdir()
     test.write_text("2000\n" + " ".join(["abcdefgh"] * 2000) + "\n")
     evaluator = CppEvaluator(CppEvalConfig(timing="wall", flags=("-O2",)), tmp_path / "cache")
-    result = confirm(evaluator, quadratic, linear, [test], None, tmp_path / "work", repeats=3)
+    result = confirm(
+        evaluator, quadratic, linear, [test], None, tmp_path / "work", repeats=3, target_s=0.1
+    )
     assert "scaled x" in result.how and result.outputs_match
     assert result.meaningful and result.speedup > 3

@@ -47,7 +47,7 @@ class Confirmation:
     min_speedup: float
     outputs_match: bool
     runs_per_round: dict[str, int] = field(default_factory=dict)
-    launch_overhead_s: float = 0.0  # the sandbox's own cost per run, subtracted
+    launch_overhead_s: float = 0.0  # median over the rounds of the sandbox's cost per run
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -104,7 +104,11 @@ def scale_input(text: str, factor: int) -> str | None:
 
 
 def confirmation_inputs(
-    tests: list[Path], confirm_dir: Path | None, work: Path, run_original
+    tests: list[Path],
+    confirm_dir: Path | None,
+    work: Path,
+    run_original,
+    target_s: float = TARGET_SECONDS,
 ) -> tuple[list[Path], str, list[str]]:
     """(inputs, where they come from, notes). ``run_original(path)`` gives the original's
     wall time on one input, or None when it failed or ran out of time there."""
@@ -132,14 +136,14 @@ def confirmation_inputs(
         if took is None:
             break  # too large: keep the last size the original finished
         chosen, seconds = (path, factor), took
-        if took >= TARGET_SECONDS:
+        if took >= target_s:
             break
     if chosen is None:
         note = f"the original failed or ran out of time on {largest.name} scaled x2"
         return tests, f"the {len(tests)} tests (not scaled)", [note]
     path, factor = chosen
     how = f"{largest.name} scaled x{factor} ({path.stat().st_size} bytes)"
-    notes = [f"the original takes {seconds:.2f} s there (scaled until about {TARGET_SECONDS} s)"]
+    notes = [f"the original takes {seconds:.2f} s there (scaled until about {target_s:g} s)"]
     return [path], how, notes
 
 
@@ -152,6 +156,7 @@ def confirm(
     work: Path,
     min_speedup: float = DEFAULT_MIN_SPEEDUP,
     repeats: int = DEFAULT_REPEATS,
+    target_s: float = TARGET_SECONDS,
 ) -> Confirmation:
     """Time ``original`` and ``best`` by wall clock with ``evaluator.run_program`` (the
     run's flags, binary cache and sandbox)."""
@@ -168,8 +173,7 @@ def confirm(
         out, ok = run(original, path)
         return out.wall_s if ok else None
 
-    inputs, how, notes = confirmation_inputs(tests, confirm_dir, work, original_time)
-    overhead = launch_overhead(evaluator, inputs[0])
+    inputs, how, notes = confirmation_inputs(tests, confirm_dir, work, original_time, target_s)
     sources = {"original": original, "best": best}
 
     def timed(role: str, path: Path):
@@ -196,7 +200,10 @@ def confirm(
     for role, seconds in first.items():
         runs[role] = min(MAX_RUNS_PER_ROUND, max(1, math.ceil(MIN_ROUND_S / max(seconds, 1e-4))))
     totals = {"original": [0.0] * repeats, "best": [0.0] * repeats}
+    overheads = []
     for r in range(repeats):
+        overhead = sandbox_overhead(evaluator, inputs[0], max(OVERHEAD_RUNS, *runs.values()))
+        overheads.append(overhead)
         for path in inputs:
             for role in ("original", "best") if r % 2 == 0 else ("best", "original"):
                 times = [timed(role, path).wall_s - overhead for _ in range(runs[role])]
@@ -210,27 +217,28 @@ def confirm(
         min_speedup=min_speedup,
         outputs_match=outputs_match,
         runs_per_round=runs,
-        launch_overhead_s=overhead,
+        launch_overhead_s=statistics.median(overheads),
         notes=notes,
     )
 
 
 EMPTY_PROGRAM = "#include <iostream>\nint main() { return 0; }\n"
-OVERHEAD_RUNS = 15
+OVERHEAD_RUNS = 9
 
 
-def launch_overhead(evaluator, stdin_path: Path) -> float:
-    """Seconds the sandbox adds to every run, subtracted from each timed run.
+def sandbox_overhead(evaluator, stdin_path: Path, n: int) -> float:
+    """Seconds a sandboxed run takes beyond the same run started directly, now.
 
-    A program of maxcode's own that does nothing (built with the same flags, so it loads
-    the same libraries) is run in the sandbox and directly, interleaved; the difference of
-    the medians is what isolation costs, not what the user's binary costs. Running it
-    outside the sandbox is safe: it is not the user's code."""
+    Measured in every round, since it is mostly how a busy machine schedules the isolated
+    process (on an idle one it is near zero), and subtracted from that round's runs, so a
+    program of a few milliseconds is not judged by the sandbox's cost. The probe is a
+    program of maxcode's own that does nothing, built with the same flags (so it loads
+    the same libraries); running it outside the sandbox is safe: it is not the user's."""
     build, _ = evaluator.run_program(EMPTY_PROGRAM, stdin_path)
     if build.binary is None:
         return 0.0
     boxed, bare = [], []
-    for _ in range(OVERHEAD_RUNS):
+    for _ in range(n):
         boxed.append(evaluator.run_program(EMPTY_PROGRAM, stdin_path)[1].wall_s)
         start = time.perf_counter()
         subprocess.run([str(build.binary)], stdin=subprocess.DEVNULL, check=False)

@@ -211,8 +211,9 @@ def _confirmation_html(inputs: ReportInputs) -> str:
             ", ".join(f"{role} {n}" for role, n in c.runs_per_round.items()),
         ),
         (
-            "sandbox launch cost, subtracted from every run",
-            f"{c.launch_overhead_s * 1000:.1f} ms (an empty program in the sandbox vs run directly)",
+            "sandbox cost per run, subtracted (median of the rounds)",
+            f"{c.launch_overhead_s * 1000:.1f} ms (an empty program in the sandbox vs run "
+            "directly, measured in each round)",
         ),
         ("speedup (median of the rounds)", f"{c.speedup:.3f}x"),
         ("range over the rounds", f"{c.low:.3f}x to {c.high:.3f}x"),
