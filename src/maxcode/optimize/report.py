@@ -150,7 +150,7 @@ def write_report(path: Path, records: list[Record], inputs: ReportInputs) -> Non
         f'src="data:image/png;base64,{png}">',
         _change_html(inputs),
         _candidates_html(candidates, inputs.original),
-        _budget_html(end),
+        _budget_html(end, sum(c.executed for c in candidates)),
         "<h2>Run</h2>"
         + _table(
             "provenance",
@@ -336,10 +336,11 @@ def _candidates_html(candidates: list[CandidateRecord], original: str) -> str:
     )
 
 
-def _budget_html(end: RunEnd | None) -> str:
+def _budget_html(end: RunEnd | None, executed: int) -> str:
+    """The run's totals; an interrupted run has no run_end, so its finished candidates count."""
     usage = end.usage if end else Usage()
     rows = [
-        ("evaluations", end.evaluations if end else "(interrupted: see the candidates above)"),
+        ("evaluations", end.evaluations if end else f"{executed} (interrupted)"),
         ("LLM calls (cache hits)", f"{usage.calls} ({usage.cached_calls})"),
         ("tokens in / out", f"{usage.input_tokens} / {usage.output_tokens}"),
         ("cost", f"${usage.cost_usd:.4f}"),
