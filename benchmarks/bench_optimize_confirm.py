@@ -18,7 +18,7 @@ the same confirmation input with a plain loop (hyperfine's rule: at least ``--re
 ``--min-seconds`` of runs per binary, interleaved, the median run of each). It
 reports both speedups and their ratio; the claim checked is agreement within 20%.
 
-    python3 benchmarks/bench_optimize_confirm.py --json benchmarks/results/optimize/confirm.json
+    python3 benchmarks/bench_optimize_confirm.py      # writes benchmarks/results/optimize/confirm.json
 
 Which code runs is whatever ``python -m maxcode`` imports (set PYTHONPATH to compare versions).
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import random
@@ -231,6 +232,19 @@ def one_program(name: str, root: Path, args) -> dict:
     end = records[-1]
     winner = next((r for r in records if r.get("candidate_id") == end["best_candidate_id"]), None)
     row["search_speedup_on_tests"] = end["best_reward"]
+    if winner is not None:
+        # Per-test instruction ratios, original / best: a ratio that grows like n^g across
+        # the tests' sizes n means the best does asymptotically less work (g ~ 1: n^2 -> n).
+        figures = winner["evaluation"]["figures"]
+        ratios = [
+            ref / row_["instructions"]
+            for ref, row_ in zip(figures["reference_tests"], figures["tests"], strict=True)
+        ]
+        sizes = PROGRAMS[name][2]
+        row["per_test_instruction_ratio"] = [round(r, 3) for r in ratios]
+        row["ratio_growth_exponent"] = round(
+            math.log(ratios[-1] / ratios[0]) / math.log(sizes[-1] / sizes[0]), 2
+        )
     row["best_transformations"] = (winner or {}).get("meta", {}).get("transformations")
     confirmation_path = out / "confirmation.json"
     if not confirmation_path.exists():
@@ -267,7 +281,12 @@ def main() -> None:
         default=3.0,
         help="independent timing: at least this many seconds of runs per binary",
     )
-    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument(
+        "--json",
+        type=Path,
+        default=Path(__file__).parent / "results" / "optimize" / "confirm.json",
+        help="write the results here (default: %(default)s)",
+    )
     args = ap.parse_args()
     results: dict = {
         "benchmark": "bench_optimize_confirm",
@@ -300,9 +319,8 @@ def main() -> None:
                 f" | best written {row['best_written']} | {row['best_transformations']}",
                 flush=True,
             )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=1) + "\n")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":
