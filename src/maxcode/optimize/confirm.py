@@ -14,8 +14,6 @@ from __future__ import annotations
 import math
 import re
 import statistics
-import subprocess
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -42,12 +40,11 @@ class Confirmation:
     inputs: list[str]
     how: str  # where the inputs come from, in words
     repeats: int
-    original_s: list[float]  # per round: the sum over the inputs of each one's median run
+    original_s: list[float]  # per round: the sum over the inputs of each one's fastest run
     best_s: list[float]
     min_speedup: float
     outputs_match: bool
     runs_per_round: dict[str, int] = field(default_factory=dict)
-    launch_overhead_s: float = 0.0  # median over the rounds of the sandbox's cost per run
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -187,8 +184,9 @@ def confirm(
         return out
 
     # A first run of each checks the outputs and sizes the rounds: a program much faster
-    # than the original runs several times per round (the round's figure is their median),
-    # so a few milliseconds of scheduling noise do not decide its speed.
+    # than the original runs several times per round and the round takes its fastest run,
+    # the one least delayed by other work on the machine, so a few milliseconds of
+    # scheduling noise do not decide the speed of a program that runs for a few more.
     outputs_match, runs, first = True, {}, {"original": 0.0, "best": 0.0}
     for path in inputs:
         printed = {role: timed(role, path) for role in sources}
@@ -200,14 +198,10 @@ def confirm(
     for role, seconds in first.items():
         runs[role] = min(MAX_RUNS_PER_ROUND, max(1, math.ceil(MIN_ROUND_S / max(seconds, 1e-4))))
     totals = {"original": [0.0] * repeats, "best": [0.0] * repeats}
-    overheads = []
     for r in range(repeats):
-        overhead = sandbox_overhead(evaluator, inputs[0], max(OVERHEAD_RUNS, *runs.values()))
-        overheads.append(overhead)
         for path in inputs:
             for role in ("original", "best") if r % 2 == 0 else ("best", "original"):
-                times = [timed(role, path).wall_s - overhead for _ in range(runs[role])]
-                totals[role][r] += max(statistics.median(times), 1e-6)
+                totals[role][r] += min(timed(role, path).wall_s for _ in range(runs[role]))
     return Confirmation(
         inputs=[str(p) for p in inputs],
         how=how,
@@ -217,30 +211,5 @@ def confirm(
         min_speedup=min_speedup,
         outputs_match=outputs_match,
         runs_per_round=runs,
-        launch_overhead_s=statistics.median(overheads),
         notes=notes,
     )
-
-
-EMPTY_PROGRAM = "#include <iostream>\nint main() { return 0; }\n"
-OVERHEAD_RUNS = 9
-
-
-def sandbox_overhead(evaluator, stdin_path: Path, n: int) -> float:
-    """Seconds a sandboxed run takes beyond the same run started directly, now.
-
-    Measured in every round, since it is mostly how a busy machine schedules the isolated
-    process (on an idle one it is near zero), and subtracted from that round's runs, so a
-    program of a few milliseconds is not judged by the sandbox's cost. The probe is a
-    program of maxcode's own that does nothing, built with the same flags (so it loads
-    the same libraries); running it outside the sandbox is safe: it is not the user's."""
-    build, _ = evaluator.run_program(EMPTY_PROGRAM, stdin_path)
-    if build.binary is None:
-        return 0.0
-    boxed, bare = [], []
-    for _ in range(n):
-        boxed.append(evaluator.run_program(EMPTY_PROGRAM, stdin_path)[1].wall_s)
-        start = time.perf_counter()
-        subprocess.run([str(build.binary)], stdin=subprocess.DEVNULL, check=False)
-        bare.append(time.perf_counter() - start)
-    return max(0.0, statistics.median(boxed) - statistics.median(bare))

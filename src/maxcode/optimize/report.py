@@ -207,13 +207,8 @@ def _confirmation_html(inputs: ReportInputs) -> str:
         ("original, wall s per round", " ".join(f"{t:.4f}" for t in c.original_s)),
         ("best, wall s per round", " ".join(f"{t:.4f}" for t in c.best_s)),
         (
-            "runs per round (their median)",
+            "runs per round (the round takes the fastest)",
             ", ".join(f"{role} {n}" for role, n in c.runs_per_round.items()),
-        ),
-        (
-            "sandbox cost per run, subtracted (median of the rounds)",
-            f"{c.launch_overhead_s * 1000:.1f} ms (an empty program in the sandbox vs run "
-            "directly, measured in each round)",
         ),
         ("speedup (median of the rounds)", f"{c.speedup:.3f}x"),
         ("range over the rounds", f"{c.low:.3f}x to {c.high:.3f}x"),
