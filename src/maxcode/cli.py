@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from maxcode.errors import ConfigError, LLMError, TaskFormatError, UserError
+from maxcode.optimize.confirm import DEFAULT_MIN_SPEEDUP
 from maxcode.params import SCHEMA_PATH, Params, load_params, read_params_file, write_schema
 from maxcode.pipeline import (
     CACHE_DIR,
@@ -253,6 +255,31 @@ def optimize_cmd(
             help="C++: instructions (default: repeatable) | cachegrind | wall (noisy)",
         ),
     ] = None,
+    cxxflags: Annotated[
+        str | None,
+        typer.Option(
+            metavar="FLAGS",
+            help="C++: compile flags for the original and every candidate (default: what PIE "
+            "uses, '--std=c++17 -O3', or the params' evaluation.cpp.flags)",
+        ),
+    ] = None,
+    confirm: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="C++: larger inputs on which the original and the best are timed by wall "
+            "clock after the search (default: the largest test scaled up where its format "
+            "allows)",
+        ),
+    ] = None,
+    min_speedup: Annotated[
+        float,
+        typer.Option(
+            metavar="X",
+            help="C++: write best.cpp only when the confirmed speedup is above X over the "
+            "whole measured range",
+        ),
+    ] = DEFAULT_MIN_SPEEDUP,
     r2g_model: Annotated[
         Path | None,
         typer.Option(metavar="DIR", help="reward-to-go model folder: rerank before executing"),
@@ -287,20 +314,23 @@ def optimize_cmd(
         resume=resume,
         seed=seed,
         timing=timing,
+        cxxflags=cxxflags,
+        confirm=confirm,
+        min_speedup=min_speedup,
     )
     try:
         result = optimize(opts)
     except KeyboardInterrupt:
         typer.secho(
-            f"interrupted: finished steps are kept in {out / 'run.jsonl'}; "
-            "resume with --resume (and the same arguments)",
+            f"interrupted: finished steps are kept in {out / 'run.jsonl'} and shown in "
+            f"{out / 'report.html'} (partial); resume with --resume (and the same arguments)",
             fg=typer.colors.YELLOW,
             err=True,
         )
         raise typer.Exit(130) from None
     except USER_ERRORS as err:
         if debug:
-            raise
+            traceback.print_exc()
         _fail(err)
     typer.echo(result["summary"])
     typer.echo(f"report: {out / 'report.html'}; records: {out / 'run.jsonl'}")

@@ -19,11 +19,31 @@ from pathlib import Path
 from maxcode import __version__
 
 
+@functools.cache
+def _umask() -> int:
+    """Read once: the umask can only be read by setting it, unsafe while threads write."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+def file_mode() -> int:
+    """The mode open() gives a new file under the umask (0644 under 022): mkstemp's files
+    are 0600, so a published file gets this mode, that of an appended one like run.jsonl."""
+    return 0o666 & ~_umask()
+
+
+def dir_mode() -> int:
+    """The mode mkdir() gives a new folder under the umask (mkdtemp's are 0700)."""
+    return 0o777 & ~_umask()
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from maxcode.optimize.report import write_report
+from maxcode.optimize.report import ReportInputs, write_report
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
-from maxcode.search.records import read_records
+from maxcode.search.records import CandidateRecord, read_records
 from maxcode.tasks.model import Task
 
 from ..search.conftest import EchoCritic, ScriptedEvaluator, ScriptedPolicy
@@ -44,14 +44,10 @@ def make_report(tmp_path: Path) -> Path:
     )
     run_search(ctx, tmp_path / "run.jsonl")
     out = tmp_path / "report.html"
-    write_report(
-        out,
-        read_records(tmp_path / "run.jsonl"),
-        original,
-        "prog.cpp",
-        {"target": "prog.cpp"},
-        "summary <b>",
-    )
+    records = read_records(tmp_path / "run.jsonl")
+    best = max((r for r in records if isinstance(r, CandidateRecord)), key=lambda r: r.reward or 0)
+    inputs = ReportInputs(original, "prog.cpp", {"target": "prog.cpp"}, "summary <b>", best, best)
+    write_report(out, records, inputs)
     return out
 
 

@@ -21,6 +21,8 @@ from maxcode.tasks.model import Task
 
 # Growth exponents at or above this, across test sizes, read as super-linear work.
 SUPERLINEAR_EXPONENT = 1.4
+# A growth fit below this R^2 is shown but concludes nothing.
+MIN_FIT_R2 = 0.9
 # Fractions of peak that count as saturating a resource (CUDA roofline reading).
 SATURATED_FRACTION = 0.6
 UNDERUSED_FRACTION = 0.3
@@ -164,12 +166,13 @@ def _wrong_answer_hints(source: str, detail: str) -> list[str]:
 def _cpp_performance(task: Task, source: str, result: EvalResult) -> tuple[str, list[str]]:
     speed = _speed_phrase(result)
     cues = _source_cues(source)
-    growth = _growth_exponent(task, result)
+    fit = growth_fit(task, result)
+    growth = fit.exponent if fit is not None and fit.r2 >= MIN_FIT_R2 else None
     io_bytes = _io_bytes_per_test(task)
     hotspots = _hotspots(result.profile)
     body: list[str] = []
-    if growth is not None:
-        body.append(f"Runtime grows like n^{growth:.1f} with the input size across the tests.")
+    if fit is not None:
+        body.append(fit.describe())
     if hotspots:
         shown = ", ".join(f"{name} {share:.0f}%" for name, share in hotspots[:3])
         body.append(f"Profile hotspots (instructions): {shown}.")
@@ -275,6 +278,7 @@ def _source_cues(source: str) -> list[_Cue]:
     for name, (cls, finding, suggestion) in checks.items():
         if TRANSFORMS[name].apply(source) is not None:
             cues.append(_Cue(cls, finding, suggestion, strong=name != "reserve_vectors"))
+    cues.extend(_quadratic_cues(src))
     hoisted = TRANSFORMS["hoist_invariant_calls"].apply(source)
     if hoisted is not None and re.search(r"=\s*(std::)?strlen\s*\(", hoisted):
         cues.append(
@@ -332,6 +336,67 @@ def _source_cues(source: str) -> list[_Cue]:
     return cues
 
 
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+
+
+def _quadratic_cues(src: CppSource) -> list[_Cue]:
+    """The common patterns that make a loop quadratic, or a lookup a tree walk."""
+    text = src.text
+    cues = []
+    if TRANSFORMS["string_append"].apply(text) is not None:
+        cues.append(
+            _Cue(
+                "algorithm",
+                "s = s + x copies the whole string on every append (quadratic in a loop)",
+                "append in place with s += x (amortised linear), or build the pieces and join once",
+            )
+        )
+    front = re.compile(
+        r"(\w+)\s*\.\s*(erase|insert)\s*\(\s*(\1\s*\.\s*begin\s*\(\s*\)|(std::)?begin\s*\(\s*\1\s*\))"
+    )
+    if any(front.search(_node_text(c)) and _in_loop(c) for c in src.nodes("call_expression")):
+        cues.append(
+            _Cue(
+                "algorithm",
+                "erase/insert at the front of a vector or string inside a loop moves every element each time (quadratic)",
+                "use a deque (pop_front/push_front), or keep a start index instead of erasing",
+            )
+        )
+    search = re.compile(
+        r"^(std::)?(find|count)\s*\(\s*(\w+)\s*\.\s*begin\s*\(\s*\)\s*,\s*\3\s*\.\s*end\s*\("
+    )
+    if any(search.search(_node_text(c)) and _in_loop(c) for c in src.nodes("call_expression")):
+        cues.append(
+            _Cue(
+                "algorithm",
+                "a linear search (find/count over a whole container) runs inside a loop (quadratic)",
+                "keep the searched values in an unordered_set (or sort once and binary-search)",
+            )
+        )
+    if re.search(r"\bmap\s*<\s*(int|long|long long|unsigned|size_t)\s*,", text):
+        cues.append(
+            _Cue(
+                "constant_factor",
+                "a std::map keyed by integers walks a tree on every access",
+                "use a vector indexed by the value when the keys are small and dense (else an unordered_map)",
+            )
+        )
+    return cues
+
+
+def _node_text(node) -> str:
+    return node.text.decode(errors="replace") if node.text is not None else ""
+
+
+def _in_loop(node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in _LOOPS:
+            return True
+        parent = parent.parent
+    return False
+
+
 def _max_loop_depth(src: CppSource) -> int:
     depth = 0
     for loop in src.nodes("for_statement", "while_statement", "do_statement", "for_range_loop"):
@@ -354,28 +419,104 @@ def _suggestions(kind: str, cues: list[_Cue]) -> list[str]:
     ]
 
 
-def _growth_exponent(task: Task, result: EvalResult) -> float | None:
-    """Least-squares slope of log(cost) on log(input size) over the tests, when sizes vary.
+@dataclass(frozen=True)
+class GrowthFit:
+    """cost = a + b * n^exponent over the tests, n being the size measure that fits best."""
 
-    The cost is the repeatable per-test count where the evaluator measured one (instructions
-    or cycles), else the wall time: with counts the critique, and everything learned from it,
+    exponent: float
+    r2: float  # of the fit, on the costs themselves
+    size: str  # what n is
+    tests: int
+
+    def describe(self) -> str:
+        quality = "" if self.r2 >= MIN_FIT_R2 else "; a poor fit, so no growth is concluded"
+        return (
+            f"Runtime grows like n^{self.exponent:.1f} (n = {self.size}; fit R^2 "
+            f"{self.r2:.2f} over {self.tests} tests{quality})."
+        )
+
+
+def growth_fit(task: Task, result: EvalResult) -> GrowthFit | None:
+    """The best fit of cost = a + b * n^p over the tests, for each meaningful size n.
+
+    n is the first integer of each input (a count, as most input formats begin with) or
+    the number of whitespace-separated values in it; input bytes mislead when a few digits
+    encode a large problem. The constant a absorbs start-up work (iostream set-up), which
+    hides growth on small tests when fitted as a pure power. The cost is the repeatable
+    per-test count where the evaluator measured one, else the wall time, so the critique
     is the same on every run."""
-    sizes = _input_sizes(task, result)
-    costs = _per_test_costs(result)
-    points = []
-    for verdict in result.tests:
-        size = sizes.get(verdict.index)
-        runtime = costs.get(verdict.index) if costs else _positive(verdict.runtime_s)
-        if size is not None and runtime is not None:
-            points.append((math.log(size), math.log(runtime)))
-    if len(points) < 3:
-        return None
-    xs, ys = zip(*points, strict=True)
-    if max(xs) - min(xs) < math.log(1.5):
-        return None  # sizes too alike (e.g. inputs that only carry a seed)
+    costs = _per_test_costs(result) or {
+        v.index: c for v in result.tests if (c := _positive(v.runtime_s)) is not None
+    }
+    fits = []
+    for label, sizes in _size_measures(task, result).items():
+        points = [(sizes[i], c) for i, c in costs.items() if i in sizes]
+        if len(points) < 3 or max(n for n, _ in points) < 1.5 * min(n for n, _ in points):
+            continue  # too few tests, or sizes too alike (inputs that only carry a seed)
+        exponent, r2 = _fit_power(points)
+        fits.append(GrowthFit(exponent, r2, label, len(points)))
+    return max(fits, key=lambda f: f.r2, default=None)
+
+
+def _fit_power(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(p, R^2) of the least-squares fit cost = a + b * n^p with a, b >= 0, p on a grid."""
+    ys = [c for _, c in points]
+    mean = sum(ys) / len(ys)
+    total = sum((y - mean) ** 2 for y in ys) or 1.0
+    best = (0.0, -math.inf)
+    for step in range(5, 81):  # p from 0.25 to 4.0
+        p = step / 20
+        xs = [n**p for n, _ in points]
+        a, b = _nonnegative_line(xs, ys)
+        r2 = 1 - sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True)) / total
+        if r2 > best[1] + 1e-9:
+            best = (p, r2)
+    return best
+
+
+def _nonnegative_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least-squares y = a + b x with a, b >= 0."""
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     var = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
+    a = my - b * mx
+    if a < 0:  # through the origin
+        a, b = 0.0, sum(x * y for x, y in zip(xs, ys, strict=True)) / sum(x * x for x in xs)
+    return a, max(b, 0.0)
+
+
+def _size_measures(task: Task, result: EvalResult) -> dict[str, dict[int, float]]:
+    """Per-test sizes by meaning: the first integer of the input, the count of values in
+    it, or (given by the evaluator) ``figures["input_sizes"]``."""
+    given = _given_sizes(result)
+    if given:
+        return {"the size the evaluator gives": given}
+    first, values = {}, {}
+    try:
+        cases = task.tests()
+    except TaskFormatError:
+        cases = []
+    for case in cases:
+        try:
+            tokens = case.input_path.read_text(errors="replace").split()
+        except OSError:
+            continue
+        if tokens and re.fullmatch(r"\d{1,18}", tokens[0]) and int(tokens[0]) > 0:
+            first[case.index] = float(tokens[0])
+        if tokens:
+            values[case.index] = float(len(tokens))
+    if values:
+        measures = {"the first integer of each input": first} if len(first) == len(values) else {}
+        return measures | {"the number of values in each input": values}
+    rows = result.figures.get("tests") if isinstance(result.figures, dict) else None
+    sizes = {
+        row["index"]: float(row["input_bytes"])
+        for row in (rows if isinstance(rows, list) else [])
+        if isinstance(row, dict)
+        and isinstance(row.get("index"), int)
+        and _positive(row.get("input_bytes"))
+    }
+    return {"input bytes (the test files are not readable here)": sizes} if sizes else {}
 
 
 def _per_test_costs(result: EvalResult) -> dict[int, float]:
@@ -393,9 +534,8 @@ def _per_test_costs(result: EvalResult) -> dict[int, float]:
     return costs
 
 
-def _input_sizes(task: Task, result: EvalResult) -> dict[int, float]:
-    """Per-test input sizes: ``figures["input_sizes"]`` (list or dict), the evaluator's
-    ``figures["tests"]`` rows, or the task's test files."""
+def _given_sizes(result: EvalResult) -> dict[int, float]:
+    """``figures["input_sizes"]`` (list or dict) when the evaluator measured a size."""
     figures = result.figures if isinstance(result.figures, dict) else {}
     given = figures.get("input_sizes")
     sizes: dict[int, float] = {}
@@ -404,27 +544,7 @@ def _input_sizes(task: Task, result: EvalResult) -> dict[int, float]:
     elif isinstance(given, list):
         indices = [t.index for t in result.tests] or list(range(len(given)))
         sizes = {i: v for i, v in zip(indices, given, strict=False) if _positive(v)}
-    if sizes:
-        return sizes
-    rows = figures.get("tests")
-    if isinstance(rows, list):
-        for row in rows:
-            if (
-                isinstance(row, dict)
-                and isinstance(row.get("index"), int)
-                and _positive(row.get("input_bytes"))
-            ):
-                sizes[row["index"]] = float(row["input_bytes"])
-    if sizes:
-        return sizes
-    try:
-        return {
-            c.index: float(c.input_path.stat().st_size)
-            for c in task.tests()
-            if c.input_path.stat().st_size > 0
-        }
-    except (TaskFormatError, OSError):
-        return {}
+    return sizes
 
 
 def _io_bytes_per_test(task: Task) -> float | None:

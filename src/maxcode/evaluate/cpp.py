@@ -27,10 +27,10 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from maxcode.evaluate.compile import PIE_FLAGS, Compiler
+from maxcode.evaluate.compile import PIE_FLAGS, CompileOutcome, Compiler
 from maxcode.evaluate.result import EvalResult, Status, TestVerdict, Timing
 from maxcode.evaluate.sandbox import Limits, RunOutcome, Sandbox, cpu_slot, signal_name
 from maxcode.loader import load
@@ -260,6 +260,31 @@ class CppEvaluator:
                 fut.add_done_callback(lambda _f: (slots.release(), tick()))
                 futures.append(fut)
             return [f.result() for f in futures]
+
+    def run_program(
+        self, source: str, stdin_path: Path, time_limit_s: float | None = None
+    ) -> tuple[CompileOutcome, RunOutcome | None]:
+        """Build ``source`` as candidates are built (same flags, same binary cache) and run
+        it once natively in the same sandbox on one input; no run when it does not compile.
+
+        For programs outside a task's tests: outputs made from the user's program, and
+        timings on inputs larger than the tests (``time_limit_s`` raises the limit). The
+        run is scheduled as the user's own would be, on any core."""
+        build = self.compiler.compile(source)
+        if not build.ok:
+            return build, None
+        limits = self.config.limits()
+        if time_limit_s is not None:
+            limits = replace(limits, wall_s=time_limit_s, cpu_s=max(1, int(time_limit_s + 0.999)))
+        out = self.sandbox.run(
+            [Sandbox.PROGRAM],
+            limits,
+            stdin_path=stdin_path,
+            hide=[stdin_path.parent],
+            cpu=None,  # not pinned: on a busy machine a pinned core adds its queue to the time
+            copy_program=build.binary,
+        )
+        return build, out
 
     # -- stages ---------------------------------------------------------------------------
     def _evaluate(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rich.console import Console
@@ -46,6 +45,11 @@ class Progress:
             self.best = data["best_reward"]
 
 
+def plural(n: int, word: str) -> str:
+    """``1 evaluation``, ``2 evaluations``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def budget_text(p: Progress) -> str:
     b = p.method.budget
     u = p.usage
@@ -66,12 +70,12 @@ class LiveView:
         self,
         method: MethodConfig,
         console: Console | None = None,
-        on_best: Callable[[str, float], None] | None = None,
+        offline: bool = False,
     ):
         self.progress = Progress(method)
         self.console = console or Console(stderr=True)
         self.live: Live | None = None
-        self.on_best = on_best  # gets (source, speedup) of every correct candidate
+        self.offline = offline  # an offline policy: say when it has nothing left to try
 
     def __enter__(self) -> LiveView:
         if self.console.is_terminal:
@@ -86,9 +90,7 @@ class LiveView:
 
     def handle(self, event: str, data: dict) -> None:
         self.progress.update(event, data)
-        if event == "candidate" and data["status"] == "ok" and data["reward"] and self.on_best:
-            self.on_best(data["source"], data["reward"])
-        if event == "resume":  # said once, above the panel too
+        if event == "resume" or (event == "evaluate" and not data["n"]):  # above the panel too
             self.console.print(self._line(event, data), soft_wrap=True)
         elif self.live is not None:
             self.live.update(self._table())
@@ -109,10 +111,21 @@ class LiveView:
                 f"best {data['best_reward']:.3f}x) from the records{aside}{extended}"
             )
         if event == "propose":
-            return f"[step {data['step'] + 1}/{p.method.depth}] proposing {data['k']} candidates..."
+            return f"[step {data['step'] + 1}/{p.method.depth}] proposing {plural(data['k'], 'candidate')}..."
+        if event == "evaluate" and not data["n"]:
+            why = data.get("reasons") or ["the policy proposed no program"]
+            further = (
+                "; the offline policy has nothing left to try (an --llm model would go further)"
+                if self.offline
+                else ""
+            )
+            return (
+                f"[step {data['step'] + 1}/{p.method.depth}] nothing to evaluate: {why[0]}{further}"
+            )
         if event == "evaluate":
             return (
-                f"[step {data['step'] + 1}/{p.method.depth}] evaluating {data['n']} candidates..."
+                f"[step {data['step'] + 1}/{p.method.depth}] evaluating "
+                f"{plural(data['n'], 'candidate')}..."
             )
         if event == "candidate":
             reward = data["reward"]
@@ -128,7 +141,7 @@ class LiveView:
             )
         if event != "run_end":
             return f"[{event}]"
-        return f"[done] best {data['best_reward']:.3f}x after {data['evaluations']} evaluations ({data['stopped_by']})"
+        return f"[done] best {data['best_reward']:.3f}x after {plural(data['evaluations'], 'evaluation')} ({data['stopped_by']})"
 
     def _table(self) -> Table:
         p = self.progress

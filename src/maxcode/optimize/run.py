@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -20,10 +21,13 @@ from pathlib import Path
 from rich.console import Console
 
 from maxcode.errors import ConfigError, LLMConfigError, RunMismatch
-from maxcode.evaluate.result import Status
+from maxcode.evaluate.compile import PIE_FLAGS
+from maxcode.evaluate.result import EvalResult, Status
 from maxcode.llm.config import role_config_from_dict
 from maxcode.llm.prices import load_prices_file, lookup
 from maxcode.loader import load
+from maxcode.optimize.confirm import DEFAULT_MIN_SPEEDUP, Confirmation, ConfirmError, confirm
+from maxcode.optimize.live import plural
 from maxcode.optimize.target import (
     TargetError,
     cpp_task,
@@ -33,7 +37,7 @@ from maxcode.optimize.target import (
     read_target,
 )
 from maxcode.params import EvaluationParams, read_params_file
-from maxcode.records import atomic_write_text, provenance, sha256_text
+from maxcode.records import atomic_write_json, atomic_write_text, dir_mode, provenance, sha256_text
 from maxcode.search.config import MethodConfig, method_from_params
 from maxcode.search.loop import GROWABLE, RunContext, differences, run_search
 from maxcode.search.records import CandidateRecord, Record, RunEnd, RunStart, read_records
@@ -79,6 +83,9 @@ class OptimizeOptions:
     resume: bool = False
     seed: int = 0
     timing: str | None = None  # None: params' evaluation.cpp.timing (instructions)
+    cxxflags: str | None = None  # None: params' evaluation.cpp.flags (PIE's --std=c++17 -O3)
+    confirm: Path | None = None  # None: the largest test scaled up where its format allows
+    min_speedup: float = DEFAULT_MIN_SPEEDUP
 
 
 def check_flags(opts: OptimizeOptions) -> None:
@@ -108,6 +115,27 @@ def check_flags(opts: OptimizeOptions) -> None:
         raise TargetError("--price-in/--price-out/--prices/--base-url apply to an --llm model")
     if opts.make_tests is not None and opts.tests is None:
         raise TargetError("--make-tests N needs --tests DIR holding the input.<i>.txt files")
+    if opts.out.exists() and not opts.out.is_dir():
+        raise TargetError(f"--out {opts.out}: is a file, not a folder; choose a folder")
+    if opts.min_speedup < 1.0:
+        raise TargetError(f"--min-speedup {opts.min_speedup:g}: must be at least 1")
+    if opts.confirm is not None and (
+        not opts.confirm.is_dir() or not any(p.is_file() for p in opts.confirm.iterdir())
+    ):
+        raise TargetError(f"--confirm {opts.confirm}: not a folder of input files")
+    if opts.cxxflags is not None:
+        cxxflags(opts)
+
+
+def cxxflags(opts: OptimizeOptions) -> tuple[str, ...]:
+    """--cxxflags split as a shell would split it."""
+    try:
+        flags = tuple(shlex.split(opts.cxxflags or ""))
+    except ValueError as err:
+        raise TargetError(f"--cxxflags {opts.cxxflags!r}: {err}") from None
+    if any(f.startswith("-o") for f in flags):
+        raise TargetError(f"--cxxflags {opts.cxxflags!r}: -o is set by maxcode; leave it out")
+    return flags
 
 
 def load_method_params(path: Path | None) -> dict:
@@ -166,7 +194,10 @@ def evaluation_params(opts: OptimizeOptions, kind: str, params: dict) -> Evaluat
         raise TargetError(f"--params {opts.params or DEFAULT_PARAMS}: {err}") from None
     if kind == "cpp":
         opts.timing = opts.timing or evaluation.cpp.timing
-        evaluation = replace(evaluation, cpp=replace(evaluation.cpp, timing=opts.timing))
+        flags = evaluation.cpp.flags if opts.cxxflags is None else cxxflags(opts)
+        opts.cxxflags = shlex.join(flags)
+        cpp = replace(evaluation.cpp, timing=opts.timing, flags=flags)
+        evaluation = replace(evaluation, cpp=cpp)
     return evaluation
 
 
@@ -231,6 +262,7 @@ def fingerprint(opts: OptimizeOptions, kind: str, source: str, method: MethodCon
             if k not in ("budget", "base_url") and not k.startswith("price_")
         },
         "timing": opts.timing,
+        "cxxflags": opts.cxxflags,
         "seed": opts.seed,
         "r2g_model": str(opts.r2g_model) if opts.r2g_model else None,
     }
@@ -307,6 +339,13 @@ def optimize(opts: OptimizeOptions, console: Console | None = None) -> dict:
     return _run(opts, kind, method, role, evaluation, expected, replayed, console)
 
 
+def flags_text(flags: str | None) -> str:
+    """The compile flags as the first line and the report state them."""
+    if flags == shlex.join(PIE_FLAGS):
+        return f"g++ {flags} (what PIE uses; the default, --cxxflags to change)"
+    return f"g++ {flags}"
+
+
 def _first_line(opts, kind: str, method: MethodConfig, role: dict, replayed: list[Record]) -> str:
 
     if role["backend"] == "offline":
@@ -321,7 +360,9 @@ def _first_line(opts, kind: str, method: MethodConfig, role: dict, replayed: lis
             else " (no price)"
         )
     evaluator = (
-        f"cpp, timing {opts.timing}: {TIMING_NOTE[opts.timing]}" if kind == "cpp" else "cuda"
+        f"cpp, flags {flags_text(opts.cxxflags)}, timing {opts.timing}: {TIMING_NOTE[opts.timing]}"
+        if kind == "cpp"
+        else "cuda"
     )
     tests = (
         f"outputs of {opts.make_tests} inputs in {opts.tests} made by your program"
@@ -331,9 +372,9 @@ def _first_line(opts, kind: str, method: MethodConfig, role: dict, replayed: lis
         else "the KernelBench get_inputs()"
     )
     b = method.budget
-    budget = f"{method.depth} steps x {method.executed_per_step} evaluations"
+    budget = f"{plural(method.depth, 'step')} x {plural(method.executed_per_step, 'evaluation')}"
     if b.max_evaluations:
-        budget += f", at most {b.max_evaluations} evaluations"
+        budget += f", at most {plural(b.max_evaluations, 'evaluation')}"
     budget += f", at most ${b.max_cost_usd:g}" if b.max_cost_usd else ", no dollar cap"
     head = "resuming" if replayed else "optimizing"
     return (
@@ -350,17 +391,18 @@ def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> d
     opts.out.mkdir(parents=True, exist_ok=True)
     cache = opts.out / ".cache"
     generated: list[str] = []
+    baseline = None
     if kind == "cpp":
+        evaluator = build_evaluator("cpp", evaluation, cache, profile=method.profile)
         tests_dir = opts.tests
         if opts.make_tests is not None:
-            tests_dir, generated = _generated_tests(opts, cache)
+            tests_dir, generated = _generated_tests(opts, evaluator.evaluator)
             console.print(
                 f"tests: made {len(generated)} expected outputs by running {opts.target.name}: "
                 f"{', '.join(generated)}"
             )
         task = cpp_task(opts.target, tests_dir)
-        evaluator = build_evaluator("cpp", evaluation, cache, profile=method.profile)
-        _evaluate_original(opts, task, evaluator, console)
+        baseline = _evaluate_original(opts, task, evaluator, console)
     else:
         task = cuda_task(opts.target)
         _require_gpu()
@@ -378,11 +420,7 @@ def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> d
         from maxcode.r2g.reranker import load_reranker
 
         reranker = load_reranker(opts.r2g_model)
-    best = BestFile(opts.out / f"best{opts.target.suffix}")
-    for r in replayed:  # a resumed run's best so far stays until a faster one is found
-        if isinstance(r, CandidateRecord) and r.executed and (r.reward or 0) > best.reward:
-            best.offer(r.source, r.reward)
-    view = LiveView(method, console, on_best=best.offer)
+    view = LiveView(method, console, offline=policy.offline)
     ctx = RunContext(
         task=task,
         method=method,
@@ -396,6 +434,7 @@ def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> d
         llm_budget=spend,
         fingerprint=expected,
     )
+    run = _Published(opts, task, kind, method, policy, generated, baseline)
     try:
         with view:
             end = RunEnd.from_dict(run_search(ctx, run_path), str(run_path))
@@ -403,38 +442,26 @@ def _run(opts, kind, method, role, evaluation, expected, replayed, console) -> d
         raise TargetError(
             f"--resume: {err}; choose another --out or repeat that run's arguments"
         ) from None
+    except KeyboardInterrupt:
+        run.partial_report()
+        raise
     unpriced = (
         role["backend"] != "offline" and role_config_from_dict("generator", role).price is None
     )
-    return _publish(opts, task, end, kind, method, policy, best, generated, unpriced)
+    return run.publish(end, evaluator, unpriced, console)
 
 
-class BestFile:
-    """The best program so far, replaced by atomic rename only by a faster correct one."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.reward = 1.0  # the original's speed: only a faster program is written
-
-    def offer(self, source: str, reward: float) -> None:
-        if reward > self.reward:
-            atomic_write_text(self.path, source)
-            self.reward = reward
-
-
-def _generated_tests(opts: OptimizeOptions, cache: Path) -> tuple[Path, list[str]]:
-    """Expected outputs made by the user's program, published to --out/tests by rename;
-    an existing --out/tests is used only if it holds exactly these tests."""
+def _generated_tests(opts: OptimizeOptions, evaluator) -> tuple[Path, list[str]]:
+    """Expected outputs made by the user's program (built and run as candidates are),
+    published to --out/tests by rename; an existing --out/tests is used only if it holds
+    exactly these tests."""
     out = opts.out / "tests"
     names = [f"output.{i}.txt" for i in range(opts.make_tests)]
     staged = Path(tempfile.mkdtemp(dir=opts.out, prefix=".tests."))
+    staged.chmod(dir_mode())  # published as an ordinary folder
     try:
         make_tests(
-            read_target(opts.target),
-            opts.tests,
-            opts.make_tests,
-            staged,
-            _program_runner(opts, cache),
+            read_target(opts.target), opts.tests, opts.make_tests, staged, _runner(opts, evaluator)
         )
         if not out.exists():
             os.replace(staged, out)
@@ -449,12 +476,34 @@ def _generated_tests(opts: OptimizeOptions, cache: Path) -> tuple[Path, list[str
     return out, [str(out / n) for n in names]
 
 
-def _evaluate_original(opts: OptimizeOptions, task, evaluator, console: Console) -> None:
+def _runner(opts: OptimizeOptions, evaluator):
+    """The user's program on one input, through the evaluator (for --make-tests)."""
+
+    def run(source: str, input_path: Path) -> str:
+        build, result = evaluator.run_program(source, input_path)
+        if result is None:
+            raise TargetError(
+                f"{opts.target} does not compile with g++ {opts.cxxflags}: "
+                f"{_user_paths(build.first_error, opts.target)}"
+            )
+        if result.timed_out or result.exit_code != 0:
+            raise TargetError(
+                f"--make-tests: {opts.target} failed on {input_path} (exit {result.exit_code}, "
+                f"timed out: {result.timed_out}); fix the program or that input"
+            )
+        return result.stdout.decode()
+
+    return run
+
+
+def _evaluate_original(opts: OptimizeOptions, task, evaluator, console: Console) -> EvalResult:
     """The original's own evaluation (compile, tests, timing), with a line before and after."""
     from maxcode.evaluate.cpp import EvaluatorError
 
     n = len(task.tests())
-    console.print(f"evaluating the original on {n} tests (compile, run, {opts.timing} timing)...")
+    console.print(
+        f"evaluating the original on {plural(n, 'test')} (compile, run, {opts.timing} timing)..."
+    )
     try:
         baseline = evaluator.evaluate(task, task.reference_source)
     except EvaluatorError as err:
@@ -467,6 +516,12 @@ def _evaluate_original(opts: OptimizeOptions, task, evaluator, console: Console)
             + "; fix the expected outputs there, or make them from your program with "
             "--make-tests N"
         ) from None
+    if baseline.status is Status.COMPILE_ERROR:
+        first = baseline.reason.removeprefix("compile error: ")
+        raise TargetError(
+            f"{opts.target} does not compile with g++ {opts.cxxflags}: "
+            f"{_user_paths(first, opts.target)}; fix it (or --cxxflags) first"
+        )
     if baseline.status is not Status.OK:
         raise TargetError(
             f"{opts.target}: the program as given fails its own tests ({baseline.status.value}: "
@@ -474,7 +529,8 @@ def _evaluate_original(opts: OptimizeOptions, task, evaluator, console: Console)
         )
     t = baseline.timing
     cost = f"{t.reference:.4g} {t.unit}" if t else "untimed"
-    console.print(f"original: correct on {n} tests, {cost}")
+    console.print(f"original: correct on {plural(n, 'test')}, {cost}")
+    return baseline
 
 
 def _user_paths(text: str, target: Path) -> str:
@@ -482,56 +538,132 @@ def _user_paths(text: str, target: Path) -> str:
     return text.replace("main.cpp", str(target))
 
 
-def _publish(
-    opts,
-    task,
-    end: RunEnd,
-    kind: str,
-    method: MethodConfig,
-    policy,
-    best: BestFile,
-    generated: list[str],
-    unpriced: bool,
-) -> dict:
-    from maxcode.optimize.report import write_report
+@dataclass
+class _Published:
+    """What a run leaves in --out besides run.jsonl: the report, and the best file only
+    when its gain holds (C++: confirmed by wall clock on larger inputs)."""
 
-    records = read_records(opts.out / "run.jsonl")
-    winner = next(
-        (
-            r
-            for r in records
-            if isinstance(r, CandidateRecord) and r.candidate_id == end.best_candidate_id
-        ),
-        None,
-    )
-    if winner is not None and winner.reward > 1.0:
-        best.offer(winner.source, winner.reward)  # a resumed run's replayed best
-    else:
-        winner = None
-    summary = _summary(end, winner, best.path, unpriced)
-    header = {
-        "target": str(opts.target),
-        "kind": kind,
-        "method": method.name,
-        "policy": policy.name + (" (offline)" if policy.offline else ""),
-        "timing": opts.timing or "-",
-        "tests": str(task.tests_dir) if task.tests_dir else "get_inputs()",
-        "generated tests": ", ".join(generated) if generated else "none",
-        "depth x k": f"{method.depth} x {method.k}",
-    }
-    write_report(
-        opts.out / "report.html", records, task.reference_source, opts.target.name, header, summary
-    )
-    return {"summary": summary, "best_path": str(best.path), **end.to_dict()}
+    opts: OptimizeOptions
+    task: object
+    kind: str
+    method: MethodConfig
+    policy: object
+    generated: list[str]
+    baseline: EvalResult | None
+
+    @property
+    def best_path(self) -> Path:
+        return self.opts.out / f"best{self.opts.target.suffix}"
+
+    def header(self) -> dict:
+        opts = self.opts
+        header = {
+            "target": str(opts.target),
+            "kind": self.kind,
+            "method": self.method.name,
+            "policy": self.policy.name + (" (offline)" if self.policy.offline else ""),
+        }
+        if self.kind == "cpp":
+            header["compile flags"] = flags_text(opts.cxxflags)
+            header["minimum speedup"] = f"{opts.min_speedup:g}x (--min-speedup)"
+        header |= {
+            "timing": opts.timing or "-",
+            "tests": str(self.task.tests_dir) if self.task.tests_dir else "get_inputs()",
+            "generated tests": ", ".join(self.generated) if self.generated else "none",
+            "depth x k": f"{self.method.depth} x {self.method.k}",
+        }
+        return header
+
+    def partial_report(self) -> None:
+        """After Ctrl-C: the finished records, said to be partial; best.* is not written."""
+        from maxcode.optimize.report import write_report
+
+        run_path = self.opts.out / "run.jsonl"
+        records = read_records(run_path) if run_path.exists() else []
+        if not records:
+            return
+        evaluations = sum(isinstance(r, CandidateRecord) and r.executed for r in records)
+        summary = (
+            f"Interrupted after {plural(evaluations, 'evaluation')}: this report shows the "
+            f"finished work only; nothing was confirmed and {self.best_path.name} was not "
+            "written. Resume with --resume and the same arguments."
+        )
+        write_report(self.opts.out / "report.html", records, self._report_inputs(summary, None))
+
+    def publish(self, end: RunEnd, evaluator, unpriced: bool, console: Console) -> dict:
+        from maxcode.optimize.report import write_report
+
+        opts = self.opts
+        records = read_records(opts.out / "run.jsonl")
+        winner = next(
+            (
+                r
+                for r in records
+                if isinstance(r, CandidateRecord) and r.candidate_id == end.best_candidate_id
+            ),
+            None,
+        )
+        if winner is None or not winner.reward or winner.reward <= 1.0:
+            winner = None
+        confirmation, why_not = None, ""
+        if winner is not None and self.kind == "cpp":
+            console.print("confirming: the original and the best by wall clock on larger inputs...")
+            try:
+                confirmation = confirm(
+                    evaluator.evaluator,
+                    self.task.reference_source,
+                    winner.source,
+                    [c.input_path for c in self.task.tests()],
+                    opts.confirm,
+                    opts.out / ".cache" / "confirm",
+                    opts.min_speedup,
+                )
+            except ConfirmError as err:
+                why_not = f"the confirmation failed: {err}"
+        written = winner is not None and (
+            self.kind != "cpp" or (confirmation is not None and confirmation.meaningful)
+        )
+        if written:
+            atomic_write_text(self.best_path, winner.source)
+        if confirmation is not None:
+            atomic_write_json(opts.out / "confirmation.json", confirmation.to_dict())
+        summary = _summary(end, winner, self.best_path, confirmation, written, why_not, unpriced)
+        inputs = self._report_inputs(summary, winner if written else None, winner, confirmation)
+        write_report(opts.out / "report.html", records, inputs)
+        result = {"summary": summary, "best_path": str(self.best_path), **end.to_dict()}
+        result["best_written"] = written
+        result["confirmation"] = confirmation.to_dict() if confirmation else None
+        return result
+
+    def _report_inputs(self, summary, best, candidate=None, confirmation=None):
+        from maxcode.optimize.report import ReportInputs
+
+        return ReportInputs(
+            original=self.task.reference_source,
+            target_name=self.opts.target.name,
+            header=self.header(),
+            summary=summary,
+            winner=best,
+            best_found=candidate,
+            baseline=self.baseline,
+            confirmation=confirmation,
+            timing=self.opts.timing,
+        )
 
 
 def _summary(
-    end: RunEnd, best: CandidateRecord | None, best_path: Path, unpriced: bool = False
+    end: RunEnd,
+    best: CandidateRecord | None,
+    best_path: Path,
+    confirmation: Confirmation | None,
+    written: bool,
+    why_not: str = "",
+    unpriced: bool = False,
 ) -> str:
     usage = end.usage
     cost = (
-        f"{end.evaluations} evaluations, {usage.calls} LLM calls, "
-        f"{usage.input_tokens + usage.output_tokens} tokens, "
+        f"{plural(end.evaluations, 'evaluation')}, {plural(usage.calls, 'LLM call')}, "
+        f"{plural(usage.input_tokens + usage.output_tokens, 'token')}, "
         + (
             "cost unknown (no price for the model: --price-in/--price-out)"
             if unpriced
@@ -549,21 +681,43 @@ def _summary(
             f"No correct candidate beat the original ({cost}); {best_path} was not written. {stop}"
         )
     timing = best.evaluation["timing"] or {}
-    spreads = [
-        s for s in (timing.get("candidate_spread"), timing.get("reference_spread")) if s is not None
-    ]
-    confidence = (
-        f"wall timing spread (relative IQR over {timing.get('repeats', 1)} repeats) up to "
-        f"{max(spreads) * 100:.1f}%"
-        if spreads
-        else f"{timing.get('mode', '?')} timing, the same on every run"
-        if timing.get("mode") in ("instructions", "cachegrind")
-        else "timing spread not measured"
-    )
+    searched = f"{end.best_reward:.3f}x by {timing.get('mode', '?')} on the tests"
+    if confirmation is None and not written:
+        return (
+            f"No meaningful gain was found: the best candidate ran {searched}, but "
+            f"{why_not}; {best_path} was not written. Cost: {cost}. {stop}"
+        )
+    if confirmation is None:
+        return (
+            f"Best candidate: {searched}, correct on every test, written to {best_path}."
+            f"{_against_compiled(best.evaluation)} Cost: {cost}. {stop}"
+        )
+    confirmed = confirmation.describe()
+    disagree = ""
+    if confirmation.speedup > end.best_reward * 1.5:
+        disagree = (
+            " The two figures disagree: the gain grows with the input, so the small tests "
+            "understate it."
+        )
+    elif confirmation.speedup < end.best_reward / 1.5:
+        disagree = (
+            " The two figures disagree: the tests' figure does not carry over to larger inputs "
+            "and real time (see the report's notes on what instruction counts cannot see)."
+        )
+    if not written:
+        why = (
+            "its output differs from the original's on the confirmation inputs"
+            if not confirmation.outputs_match
+            else f"the confirmed speedup is not above {confirmation.min_speedup:g}x outside "
+            "the measured range (--min-speedup)"
+        )
+        return (
+            f"No meaningful gain was found: the best candidate ran {searched} and {confirmed}; "
+            f"{why}, so {best_path} was not written.{disagree} Cost: {cost}. {stop}"
+        )
     return (
-        f"Best candidate: {end.best_reward:.3f}x the original's speed, correct on every test, "
-        f"written to {best_path}.{_against_compiled(best.evaluation)} Cost: {cost}. "
-        f"Confidence: {confidence}. {stop}"
+        f"Best candidate: {searched}, confirmed {confirmed}; correct on every test, written to "
+        f"{best_path}.{disagree} Cost: {cost}. {stop}"
     )
 
 
@@ -590,30 +744,6 @@ def _dir_hash(folder: Path) -> str:
                 h.update(json.dumps(str(p.relative_to(folder))).encode())
                 h.update(hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()[:16]
-
-
-def _program_runner(opts: OptimizeOptions, cache: Path):
-    """Compile and run the user's own program in the sandbox (for --make-tests)."""
-    from maxcode.evaluate.compile import Compiler
-    from maxcode.evaluate.sandbox import Limits, Sandbox
-
-    def run(source: str, input_path: Path) -> str:
-        outcome = Compiler(cache / "bin").compile(source)
-        if not outcome.ok:
-            raise TargetError(
-                f"{opts.target} does not compile: {_user_paths(outcome.first_error, opts.target)}"
-            )
-        result = Sandbox(cache / "sandbox").run(
-            [Sandbox.PROGRAM], Limits(), stdin_path=input_path, copy_program=outcome.binary
-        )
-        if result.timed_out or result.exit_code != 0:
-            raise TargetError(
-                f"--make-tests: {opts.target} failed on {input_path} (exit {result.exit_code}, "
-                f"timed out: {result.timed_out}); fix the program or that input"
-            )
-        return result.stdout.decode()
-
-    return run
 
 
 def _require_gpu() -> None:

@@ -903,6 +903,128 @@ def target_pragmas(text: str) -> str | None:
     return src.edit([(at, at, pragmas)])
 
 
+# ---------------------------------------------------------------- s = s + x
+def string_append(text: str) -> str | None:
+    """``s = s + a + b;`` copies the whole string every time (quadratic in a loop);
+    ``(s += a) += b`` appends in place (amortised linear), with the same result."""
+    src = CppSource(text)
+    edits = []
+    for stmt in src.nodes("expression_statement"):
+        expr = stmt.named_children[0] if stmt.named_children else None
+        if expr is None or expr.type != "assignment_expression":
+            continue
+        if _text(expr.child_by_field_name("operator")) != "=":
+            continue
+        left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
+        if left is None or right is None or left.type != "identifier":
+            continue
+        name = _text(left)
+        if "string" not in (src.declared_type(name) or ""):
+            continue
+        operands = []
+        node = right
+        while (
+            node.type == "binary_expression" and _text(node.child_by_field_name("operator")) == "+"
+        ):
+            operands.append(node.child_by_field_name("right"))
+            node = node.child_by_field_name("left")
+        if node.type != "identifier" or _text(node) != name or not operands:
+            continue
+        if any(src.identifiers(name, under=op) for op in operands):
+            continue  # s = s + s: the appended value reads the string being grown
+        first, *rest = reversed(operands)
+        new = f"{name} += {_text(first)}"
+        for op in rest:
+            new = f"({new}) += {_text(op)}"
+        edits.append((expr.start_byte, expr.end_byte, new))
+    return src.edit(edits) if edits else None
+
+
+# ---------------------------------------------------------------- vector front -> deque
+# vector members a deque lacks; a vector that uses one stays a vector
+_VECTOR_ONLY_METHODS = frozenset({"data", "reserve", "capacity", "shrink_to_fit"})
+
+
+def front_erase_to_deque(text: str) -> str | None:
+    """``v.erase(v.begin())`` / ``v.insert(v.begin(), x)`` move every element (linear each,
+    quadratic in a loop); a deque pops and pushes at the front in constant time."""
+    src = CppSource(text)
+    edits, changed = [], False
+    for decl in src.nodes("declaration"):
+        type_node = decl.child_by_field_name("type")
+        template = type_node
+        while template is not None and template.type == "qualified_identifier":
+            template = template.child_by_field_name("name")
+        if template is None or template.type != "template_type":
+            continue
+        name_node = template.child_by_field_name("name")
+        if _text(name_node) != "vector":
+            continue
+        names = [_declared_name(d) for d in decl.children_by_field_name("declarator")]
+        if len(names) != 1 or not names[0]:
+            continue
+        fronts = _front_edits(src, names[0])
+        if not fronts or not _deque_compatible(src, names[0]):
+            continue
+        edits.append((name_node.start_byte, name_node.end_byte, "deque"))
+        edits.extend(fronts)
+        changed = True
+    if not changed:
+        return None
+    if "<deque>" not in src.text and "bits/stdc++.h" not in src.text:
+        includes = list(src.nodes("preproc_include"))
+        at = includes[-1].end_byte if includes else 0
+        edits.append((at, at, "#include <deque>\n"))
+    return src.edit(edits)
+
+
+def _front_edits(src: CppSource, name: str) -> list[tuple[int, int, str]]:
+    """Edits turning ``name.erase(name.begin())`` into ``pop_front`` and
+    ``name.insert(name.begin(), x)`` into ``push_front``."""
+    edits = []
+    begin = re.compile(
+        rf"^(std::)?begin\(\s*{re.escape(name)}\s*\)$|^{re.escape(name)}\s*\.\s*begin\(\s*\)$"
+    )
+    for call in src.nodes("call_expression"):
+        fn = call.child_by_field_name("function")
+        if fn is None or fn.type != "field_expression":
+            continue
+        if _text(fn.child_by_field_name("argument")) != name:
+            continue
+        method = _text(fn.child_by_field_name("field"))
+        args = call.child_by_field_name("arguments").named_children
+        if method == "erase" and len(args) == 1 and begin.match(_text(args[0])):
+            edits.append((call.start_byte, call.end_byte, f"{name}.pop_front()"))
+        elif method == "insert" and len(args) == 2 and begin.match(_text(args[0])):
+            edits.append((call.start_byte, call.end_byte, f"{name}.push_front({_text(args[1])})"))
+    return edits
+
+
+def _deque_compatible(src: CppSource, name: str) -> bool:
+    """Every use of ``name`` is one a deque supports the same way: its declaration, a
+    subscript, a member call other than the vector-only ones, or a range-for."""
+    if src.declared_type(name) is None:
+        return False
+    declarations = 0
+    for use in src.identifiers(name):
+        node, parent = _unparen(use)
+        if parent.type in ("init_declarator", "declaration"):
+            declarations += 1
+            continue
+        if parent.type == "subscript_expression" and parent.child_by_field_name("argument") == node:
+            if parent.parent is not None and parent.parent.type == "pointer_expression":
+                return False  # &v[i]: pointer arithmetic needs contiguous storage
+            continue
+        if parent.type == "field_expression" and parent.child_by_field_name("argument") == node:
+            if _text(parent.child_by_field_name("field")) in _VECTOR_ONLY_METHODS:
+                return False
+            continue
+        if parent.type == "for_range_loop" and parent.child_by_field_name("right") == node:
+            continue
+        return False  # passed to a function, assigned, compared: it must stay a vector
+    return declarations == 1
+
+
 TRANSFORMS: dict[str, Transform] = {
     t.name: t
     for t in (
@@ -914,6 +1036,8 @@ TRANSFORMS: dict[str, Transform] = {
         Transform("loop_interchange", "swap nested loops so the inner one walks rows", frozenset({"memory_layout"}), loop_interchange),
         Transform("target_pragmas", "compile the program's loops for AVX2 with unrolling", frozenset({"compute"}), target_pragmas),
         Transform("map_to_unordered", "use unordered_map/set for lookup-only containers", frozenset({"constant_factor", "algorithm"}), map_to_unordered),
+        Transform("string_append", "append with s += x instead of copying with s = s + x (quadratic to linear)", frozenset({"algorithm"}), string_append),
+        Transform("front_erase_to_deque", "a deque for a vector erased or inserted at the front (quadratic to linear)", frozenset({"algorithm"}), front_erase_to_deque),
     )
 }  # fmt: skip
 

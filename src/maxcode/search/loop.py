@@ -225,7 +225,8 @@ def _run_step(
     for p in proposals:
         state.usage = state.usage + p.usage
     chosen, scores = _choose_executed(ctx, obs, proposals, rng)
-    _emit(ctx, "evaluate", {"step": step, "n": len(chosen)})
+    idle = [p.reason for p in proposals if p.source is None and p.reason]
+    _emit(ctx, "evaluate", {"step": step, "n": len(chosen), "reasons": idle})
     results = _evaluate(ctx, [proposals[i] for i in chosen])
     parent = state.best.candidate_id if state.best else REFERENCE_ID
     obs_text = observation_summary(obs)
