@@ -1,4 +1,4 @@
-"""A plan with several unreadable suites names every one of them in one message (issue 24)."""
+"""A plan with several unreadable suites names every one of them in one message."""
 
 from __future__ import annotations
 

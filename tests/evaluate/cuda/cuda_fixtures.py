@@ -17,7 +17,7 @@ def has_gpu() -> bool:
 
 
 requires_gpu = pytest.mark.skipif(
-    not has_gpu(), reason="needs an NVIDIA GPU (run through the device tool)"
+    not has_gpu(), reason="needs an NVIDIA GPU"
 )
 
 
