@@ -6,8 +6,7 @@ import pytest
 
 from maxcode.errors import ConfigError
 from maxcode.pipeline import PipelinePlan
-
-from .conftest import tiny_params
+from tests.workflow_copy import tiny_params
 
 
 def test_every_missing_suite_path_is_named_at_once(tmp_path):
