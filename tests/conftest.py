@@ -17,6 +17,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 0 if shutil.which("nvidia-smi") else 2
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """For `--dist loadgroup` (pyproject's addopts): a module's tests run on one worker, so its
+    module fixtures are built once, and so do all tests of the shared ``finished_pipeline``,
+    whatever their module, so that the pipeline runs once. (Before pytest-xdist reads the
+    groups: ``tryfirst``.)"""
+    for item in items:
+        shared = "finished_pipeline" in getattr(item, "fixturenames", ())
+        group = "finished_pipeline" if shared else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def finished_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole workflow run once on the tiny config (``tiny_params``), shared by every test
