@@ -22,11 +22,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """For `--dist loadgroup` (pyproject's addopts): a module's tests run on one worker, so its
     module fixtures are built once, and so do all tests of the shared ``finished_pipeline``,
     whatever their module, so that the pipeline runs once. (Before pytest-xdist reads the
-    groups: ``tryfirst``.)"""
+    groups: ``tryfirst``.) That group, the longest, is handed out first, so that it does not
+    run alone at the end."""
+    shared = {item for item in items if "finished_pipeline" in getattr(item, "fixturenames", ())}
     for item in items:
-        shared = "finished_pipeline" in getattr(item, "fixturenames", ())
-        group = "finished_pipeline" if shared else item.nodeid.split("::")[0]
+        group = "finished_pipeline" if item in shared else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item not in shared)  # stable: the order is otherwise kept
 
 
 @pytest.fixture(scope="session")
