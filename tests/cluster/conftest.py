@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.pipeline.conftest import REPO
+from tests.workflow_copy import REPO
 
 SCRIPT = REPO / "tests" / "cluster" / "slurm_single_node.sh"
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from snakemake.cli import get_argument_parser
 
-from tests.pipeline.conftest import REPO, make_workdir
+from tests.workflow_copy import REPO, make_workdir
 
 from .conftest import small_params
 

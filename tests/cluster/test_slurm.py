@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from maxcode.records import read_jsonl
-from tests.pipeline.conftest import REPO, make_workdir, snakemake
+from tests.workflow_copy import REPO, make_workdir, snakemake
 
 from .conftest import small_params
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.integration]
 
 REL = 1e-3
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")

@@ -31,7 +31,7 @@ def test_cuda_target_without_a_gpu_says_so_before_any_work(fused_chain, tmp_path
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not has_gpu, reason="needs an NVIDIA GPU (run through the device tool)")
+@pytest.mark.skipif(not has_gpu, reason="needs an NVIDIA GPU")
 def test_offline_cuda_policy_finds_a_faster_fused_kernel(fused_chain, tmp_path):
     out = tmp_path / "out"
     proc = optimize(

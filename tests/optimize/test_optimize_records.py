@@ -1,4 +1,4 @@
-"""`maxcode optimize --resume` reads run.jsonl through the typed records (issue 25).
+"""`maxcode optimize --resume` reads run.jsonl through the typed records.
 
 A malformed or foreign record file is refused in one line naming the file, the line and
 the field, with exit code 2, before anything in --out is touched. Real runs of the

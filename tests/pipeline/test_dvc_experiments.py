@@ -1,5 +1,7 @@
-"""The commands of docs/experiments.md on a tiny config: the three ablations queued as DVC
-experiments and compared, and results and models pushed to and pulled from the local remote."""
+"""DVC over the Snakemake stages, with the commands of docs/experiments.md, on a tiny config:
+`dvc repro` then an experiment with one param changed, the three ablations queued as DVC
+experiments and compared, and results and models pushed to and pulled from the local remote.
+One reproduced repository (``baseline``) serves them all."""
 
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import REPO, make_workdir, tiny_params
+from tests.workflow_copy import REPO, make_workdir, tiny_params
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 GIT = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
 METRIC = "ablation.ablated/cpp_builtin.mean_best_speedup"
@@ -56,6 +58,28 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run(["git", "add", "-A"], w)
     run([*GIT, "commit", "-qm", "baseline"], w)
     return w
+
+
+def test_repro_is_then_up_to_date_and_an_experiment_changes_one_param(
+    baseline: Path, tmp_path: Path
+) -> None:
+    """On a copy of the baseline, so the other tests see it as committed."""
+    w = tmp_path / "repo"
+    shutil.copytree(baseline, w, symlinks=True)
+    metrics = json.loads((w / "results/metrics.json").read_text())
+    assert set(metrics["main"]) == {"cuda-llm/cpp_builtin"}
+    assert "Data and pipelines are up to date" in run(["dvc", "repro"], w)
+
+    run(["dvc", "exp", "run", "-n", "depth1", "-S", "search.depth=1"], w)
+    shown = json.loads(run(["dvc", "exp", "show", "--json"], w))
+    text = json.dumps(shown)
+    assert "depth1" in text and "mean_best_speedup" in text
+    # the experiment ran with depth 1: its rollouts stopped after one step
+    assert yaml.safe_load((w / "params.yaml").read_text())["search"]["depth"] == 1
+    runs = list((w / "results/rollouts").rglob("seed*.jsonl"))
+    assert runs and all(
+        len(json.loads(r.read_text().splitlines()[-1])["step_rewards"]) == 1 for r in runs
+    )
 
 
 def experiments(shown: list[dict]) -> dict[str, dict]:
@@ -159,11 +183,6 @@ def stop_workers(repo: Path) -> None:
                 os.killpg(group, signal.SIGKILL)
 
 
-@pytest.mark.skipif(
-    os.environ.get("MAXCODE_DVC_QUEUE_TEST") != "1",
-    reason="three queued DVC experiments take about 3 minutes on 2 cores; "
-    "MAXCODE_DVC_QUEUE_TEST=1 runs them",
-)
 def test_three_ablations_queued_then_compared(baseline: Path) -> None:
     w = baseline
     for name, switches in ABLATIONS.items():
@@ -175,7 +194,8 @@ def test_three_ablations_queued_then_compared(baseline: Path) -> None:
             ],
             w,
         )  # fmt: skip
-    status = run_queue(w, jobs=2, limit_s=900)
+    # 3 minutes alone on 2 cores; the integration step runs other tests beside it
+    status = run_queue(w, jobs=2, limit_s=1800)
     assert "Failed" not in status, status + run(["dvc", "queue", "logs", "critique-only"], w)
 
     found = experiments(json.loads(run(["dvc", "exp", "show", "--json"], w)))

@@ -15,8 +15,7 @@ import pytest
 import yaml
 
 from maxcode.records import read_jsonl
-
-from .conftest import SNAKEMAKE, make_workdir, snakemake, tiny_params
+from tests.workflow_copy import SNAKEMAKE, make_workdir, snakemake, tiny_params
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +54,7 @@ def test_second_run_does_no_work(finished_pipeline: Path):
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.integration
 def test_kill_9_loses_no_finished_record(tmp_path: Path):
     params = tiny_params()
     params["tables"].update(main=["cuda-llm"], ablation=[], rerank=["maxcode+random-m"])

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from maxcode.llm.fake_servers import FakeLLMServer
-
-from .conftest import make_workdir, snakemake, tiny_params
+from tests.workflow_copy import make_workdir, snakemake, tiny_params
 
 pytestmark = pytest.mark.slow
 

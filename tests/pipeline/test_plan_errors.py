@@ -1,4 +1,4 @@
-"""A plan with several unreadable suites names every one of them in one message (issue 24)."""
+"""A plan with several unreadable suites names every one of them in one message."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import pytest
 
 from maxcode.errors import ConfigError
 from maxcode.pipeline import PipelinePlan
-
-from .conftest import tiny_params
+from tests.workflow_copy import tiny_params
 
 
 def test_every_missing_suite_path_is_named_at_once(tmp_path):

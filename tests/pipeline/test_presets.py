@@ -15,8 +15,7 @@ from maxcode.errors import ConfigError
 from maxcode.params import load_params, load_suite
 from maxcode.pipeline import PipelinePlan, build_suite
 from maxcode.tasks.model import read_tasks_jsonl
-
-from .conftest import REPO, make_workdir, snakemake
+from tests.workflow_copy import REPO, make_workdir, snakemake
 
 PRESETS = REPO / "presets"
 BUILTIN_CUDA = REPO / "src" / "maxcode" / "tasks" / "builtin_cuda"

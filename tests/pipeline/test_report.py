@@ -20,8 +20,7 @@ from maxcode.pipeline import (
     TABLE_FORMATS,
     TABLE_NAMES,
 )
-
-from .conftest import snakemake
+from tests.workflow_copy import snakemake
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]

@@ -1,4 +1,4 @@
-"""The pipeline's rollouts keep a dollar budget the way `maxcode optimize` does (issue 24)."""
+"""The pipeline's rollouts keep a dollar budget the way `maxcode optimize` does."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(
         shutil.which("nvidia-smi") is None or not detect_cuda_arch(),
-        reason="needs an NVIDIA GPU (run through the device tool)",
+        reason="needs an NVIDIA GPU",
     ),
 ]
 

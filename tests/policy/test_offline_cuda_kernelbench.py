@@ -355,7 +355,7 @@ def _has_gpu() -> bool:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU (run through the device tool)")
+@pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU")
 def test_fused_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
     """Every fixture's first step (each variant's default) through the real CUDA evaluator."""
     from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator

@@ -16,9 +16,7 @@ def has_gpu() -> bool:
     return shutil.which("nvidia-smi") is not None and bool(detect_cuda_arch())
 
 
-requires_gpu = pytest.mark.skipif(
-    not has_gpu(), reason="needs an NVIDIA GPU (run through the device tool)"
-)
+requires_gpu = pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU")
 
 
 def hostile(name: str) -> str:

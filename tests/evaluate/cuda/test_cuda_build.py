@@ -627,6 +627,7 @@ def test_the_tier_a_cuda_source_reached_is_remembered_per_source(tmp_path):
     assert cache._cuda_tiers(changed)[0][0] == f"ATen ops, {HOST_ONLY_TIER}"
 
 
+@pytest.mark.integration  # two device passes against ATen's headers: minutes on 2 cores
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_split_and_unsplit_texts_compile_to_the_same_kernels_and_symbols(tmp_path):
     """The split changes only what the device pass parses: the same kernels (PTX) and the same

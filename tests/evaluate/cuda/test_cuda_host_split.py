@@ -1,7 +1,8 @@
 """Host functions moved out of the .cu into the host binding (``host_split``): what is moved,
 what is refused and why, and that split and unsplit builds of the same candidate expose the
 same functions, the same kernels and the same behaviour (real nvcc and g++; no GPU needed
-except for the ``gpu`` test, which compares outputs)."""
+except for the ``gpu`` test, which compares outputs). The builds take minutes on 2 cores: they
+are ``integration`` tests."""
 
 from __future__ import annotations
 
@@ -294,6 +295,7 @@ def _kernel_code(so_path: str) -> dict[str, bytes]:
     return code
 
 
+@pytest.mark.integration
 @needs_nvcc
 @pytest.mark.parametrize("name", list(FIXTURES))
 def test_split_and_unsplit_builds_expose_the_same_functions_kernels_and_checks(
@@ -324,6 +326,7 @@ def test_split_and_unsplit_builds_expose_the_same_functions_kernels_and_checks(
     assert all(status == "RuntimeError" for status, _ in a["calls"].values()), a
 
 
+@pytest.mark.integration
 @needs_nvcc
 @pytest.mark.parametrize("name", list(FIXTURES))
 def test_the_lighter_host_headers_build_the_same_extension(name, builds, link_stubs):
@@ -349,6 +352,7 @@ def test_the_lighter_host_headers_build_the_same_extension(name, builds, link_st
 
 
 @pytest.mark.gpu
+@pytest.mark.integration
 @needs_nvcc
 @pytest.mark.parametrize("name", list(FIXTURES))
 def test_split_unsplit_and_light_builds_compute_the_same_on_the_gpu(name, builds):
@@ -366,6 +370,7 @@ def test_split_unsplit_and_light_builds_compute_the_same_on_the_gpu(name, builds
     assert a == b == c
 
 
+@pytest.mark.integration
 @needs_nvcc
 def test_a_binding_the_light_headers_cannot_compile_is_built_with_the_whole_header(
     cache_root, builds
@@ -422,6 +427,7 @@ def test_the_host_binding_tiers(tmp_path):
     assert no_pch._host_tiers(spec) == [("", spec.main_cpp())]
 
 
+@pytest.mark.integration
 @needs_nvcc
 def test_a_stub_the_kernel_object_lacks_falls_back_before_the_link(cache_root, monkeypatch):
     """A shared library links with undefined symbols; its import would fail. A stub the
@@ -475,6 +481,7 @@ torch::Tensor scale(torch::Tensor x) {
 """
 
 
+@pytest.mark.integration
 @needs_nvcc
 def test_a_split_that_would_not_load_falls_back_and_the_usual_build_says_why(
     cache_root, link_stubs

@@ -1,4 +1,4 @@
-"""`maxcode optimize` as a user meets it: budget, resume, errors, timing, live start (issue 24).
+"""`maxcode optimize` as a user meets it: budget, resume, errors, timing, live start.
 
 Real runs of the command (subprocesses), a real SDK client against the local fake server,
 real compiles; each test names the problem it covers.
