@@ -2,14 +2,14 @@
 the C++ API forms every supported torch version has: tensor options packed into one
 ``at::TensorOptions``, trailing arguments at their defaults left out, tensor lists as vectors.
 
-The slow test compiles the host code of problems written the way KernelBench writes them
+The integration test compiles the host code of problems written the way KernelBench writes them
 with ``g++ -fsyntax-only`` against the installed torch's headers. To check another torch
 version without installing it, extract its wheel's ``torch/include`` tree and point the test
 at it::
 
     unzip -q torch-2.11.0-*.whl 'torch/include/*' -d /tmp/torch211
     MAXCODE_TORCH_INCLUDE=/tmp/torch211/torch/include \\
-        python -m pytest tests/policy/test_offline_cuda_host_code.py -m slow
+        python -m pytest tests/policy/test_offline_cuda_host_code.py -m integration
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def torch_include() -> Path:
     return Path(include_paths()[0])
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_host_code_compiles_against_the_torch_headers(policy, tmp_path: Path):
     """Every fixture's host code, each variant's default, in one translation unit (one parse
     of torch/extension.h, about 40 s on one core)."""
