@@ -19,7 +19,7 @@ confirmation input with a plain loop (interleaved batches: the original once, th
 many times as fit, its fastest run; the medians over the batches). It reports both
 speedups and their ratio; the claim checked is agreement within 20%.
 
-    python3 benchmarks/bench_optimize_confirm.py      # writes benchmarks/results/optimize/confirm.json
+    python3 benchmarks/bench_optimize_confirm.py      # writes under benchmarks/results/optimize-confirm/
 
 Which code runs is whatever ``python -m maxcode`` imports (set PYTHONPATH to compare versions).
 """
@@ -39,6 +39,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from result_json import add_json_argument, headline, json_path, write_result
 
 CONCAT = r"""#include <iostream>
 #include <string>
@@ -107,6 +109,8 @@ int main() {
     return 0;
 }
 """
+
+BENCHMARK = "optimize-confirm"
 
 PROGRAMS = {
     "concat": (CONCAT, "s = s + x concatenation in a loop (O(n^2))", [500, 1000, 2000, 4000]),
@@ -286,15 +290,9 @@ def main() -> None:
         default=3.0,
         help="independent timing: at least this many seconds of runs per binary",
     )
-    ap.add_argument(
-        "--json",
-        type=Path,
-        default=Path(__file__).parent / "results" / "optimize" / "confirm.json",
-        help="write the results here (default: %(default)s)",
-    )
+    add_json_argument(ap, BENCHMARK)
     args = ap.parse_args()
     results: dict = {
-        "benchmark": "bench_optimize_confirm",
         "machine": {
             "cpu": platform.processor() or platform.machine(),
             "python": platform.python_version(),
@@ -324,8 +322,24 @@ def main() -> None:
                 f" | best written {row['best_written']} | {row['best_transformations']}",
                 flush=True,
             )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=1) + "\n")
+    write_result(
+        BENCHMARK, results, headlines(results["programs"]), json_path(args.json, BENCHMARK)
+    )
+
+
+def headlines(programs: dict) -> list[dict]:
+    """Per program: the confirmed speedup against the independent timing of the same binaries."""
+    out = []
+    for name, row in programs.items():
+        c, ind = row.get("confirmation") or {}, row.get("independent") or {}
+        if c.get("speedup") and ind.get("speedup"):
+            out.append(
+                headline(
+                    f"{name}: confirmed / independent wall-clock speedup",
+                    f"{c['speedup']:.1f}x / {ind['speedup']:.1f}x",
+                )
+            )
+    return out
 
 
 if __name__ == "__main__":
