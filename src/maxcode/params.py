@@ -43,7 +43,7 @@ from maxcode.tasks.pie import load_pie_records
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "params.schema.yaml"
 METHOD_NAME = "^[a-z0-9][a-z0-9+_-]*$"
 SUITE_NAME = "^[a-z0-9_]+$"
-PRESETS = ("offline", "gpu", "paper", "custom")
+PRESETS = ("offline", "gpu", "paper", "real-candidates", "custom")
 
 
 # ---- suites: one dataclass per kind, in a registry --------------------------------------
@@ -229,7 +229,7 @@ class R2GParams:
         return self.encoder if self.kind == "encoder" else self.generative
 
 
-OPTIONAL_BLOCKS = ("kernelcompare", "corpus")
+OPTIONAL_BLOCKS = ("kernelcompare", "corpus", "replay")
 """Top-level blocks a params file may leave out (their stages are then not part of the run)."""
 
 
@@ -241,10 +241,17 @@ class CorpusParams:
         metadata={"help": "KernelBench's KernelBench/ folder: the problems' names and references"}
     )
     sources: tuple[str, ...] = field(
+        default=(),
         metadata={
             "help": "LAYOUT:PATH[@COMMIT] per public run layout (kernelbench-runs, kernel-coder, "
             "kernelbench-agentic, cuda-l1); local copies, never committed"
-        }
+        },
+    )
+    folder: str | None = field(
+        default=None,
+        metadata={
+            "help": "a corpus already imported by `maxcode runs import` (instead of sources)"
+        },
     )
     measurements: str | None = field(
         default=None,
@@ -256,10 +263,36 @@ class CorpusParams:
     )
 
     def __post_init__(self) -> None:
-        if not self.sources:
-            raise ConfigError("corpus.sources: name at least one LAYOUT:PATH[@COMMIT]")
+        if bool(self.sources) == bool(self.folder):
+            raise ConfigError(
+                "corpus: give either sources (LAYOUT:PATH[@COMMIT], imported by the pipeline) "
+                "or folder (a corpus `maxcode runs import` wrote), not both or neither"
+            )
         if not self.kinds:
             raise ConfigError("corpus.kinds: name encoder, generative or both")
+
+
+@dataclass(frozen=True)
+class ReplayParams:
+    """What scores replayed programs (``llm.generator.backend: replay``); without measurement
+    files or published labels, this machine's evaluator measures them."""
+
+    measurements: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "exported measurements (`maxcode eval runs`: measurements.jsonl or "
+            "results.jsonl); a problem measured there replays them (first file wins)"
+        },
+    )
+    published_labels: bool = field(
+        default=False,
+        metadata={"help": "problems without our measurements replay the usable published labels"},
+    )
+
+    @property
+    def replays(self) -> bool:
+        """Whether recorded outcomes stand in for the evaluator (no GPU needed)."""
+        return bool(self.measurements) or self.published_labels
 
 
 @dataclass(frozen=True)
@@ -276,6 +309,12 @@ class Params:
     tables: TablesParams
     kernelcompare: KernelCompareParams | None = None
     corpus: CorpusParams | None = None
+    replay: ReplayParams | None = None
+
+    @property
+    def replaying(self) -> bool:
+        """The generator replays corpus programs (``llm.generator.backend: replay``)."""
+        return self.llm["generator"].backend == "replay"
 
     @classmethod
     def from_dict(cls, raw: Any, source: str = "params.yaml") -> Params:
@@ -319,6 +358,7 @@ class Params:
             tables=load(TablesParams, raw["tables"], "tables"),
             kernelcompare=load_kernelcompare_params(raw) if raw.get("kernelcompare") else None,
             corpus=load(CorpusParams, raw["corpus"], "corpus") if raw.get("corpus") else None,
+            replay=load(ReplayParams, raw["replay"], "replay") if "replay" in raw else None,
         )
         params._cross_check()
         return params
@@ -342,6 +382,7 @@ class Params:
                         f"tables.{group}: method {name!r} is not defined under methods "
                         f"(defined: {sorted(self.methods)})"
                     )
+        self._check_replay()
         for name in self.r2g.train_methods:
             if name not in self.methods:
                 raise ConfigError(f"r2g.train_methods: {name!r} is not defined under methods")
@@ -350,6 +391,38 @@ class Params:
                     f"r2g.train_methods: {name!r} itself needs the reward-to-go model; "
                     "train on methods with rerank none or random"
                 )
+
+    def _check_replay(self) -> None:
+        """Replay draws from the corpus's KernelBench problems and trains the reward-to-go
+        model on the corpus's training problems, not on rollouts."""
+        if not self.replaying:
+            if self.replay is not None:
+                raise ConfigError(
+                    "replay: this block only applies with llm.generator.backend: replay; "
+                    "set the backend or remove the block"
+                )
+            return
+        if self.corpus is None:
+            raise ConfigError(
+                "llm.generator.backend: replay draws programs from a corpus; add a `corpus:` "
+                "block (folder or sources; docs/corpus.md)"
+            )
+        for name, suite in self.suites.items():
+            if not isinstance(suite, KernelBenchSuite):
+                raise ConfigError(
+                    f"suites.{name}.kind: replay proposes KernelBench problems' corpus "
+                    f"programs; use kind kernelbench, not {suite.kind}"
+                )
+        if self.r2g.train_methods:
+            raise ConfigError(
+                "r2g.train_methods: under replay the reward-to-go model trains on the corpus "
+                "pools of the training problems, not on rollouts; set it to []"
+            )
+        if self.r2g.kind not in self.corpus.kinds:
+            raise ConfigError(
+                f"corpus.kinds: add {self.r2g.kind!r} (r2g.kind): the reranked methods use the "
+                "model the corpus ranking trains"
+            )
 
 
 def load_r2g(raw: Any) -> R2GParams:
@@ -443,6 +516,7 @@ def json_schema() -> dict:
             "tables": schema_of(TablesParams),
             "kernelcompare": kc,
             "corpus": schema_of(CorpusParams),
+            "replay": schema_of(ReplayParams),
         },
     }
 

@@ -45,17 +45,20 @@ def final_outputs():
     a `corpus:` block."""
     return (
         PLAN.table_outputs()
-        + [R2G_RANKING]
+        + ([] if PLAN.params.replaying else [R2G_RANKING])
         + (KC_TABLES if "kernelcompare" in config else [])
         + (CORPUS_TABLES if "corpus" in config else [])
     )
 
 
 def rollout_inputs(wildcards):
-    """The suite's tasks, plus the reward-to-go model when the method reranks with it."""
+    """The suite's tasks, the reward-to-go model when the method reranks with it, and the
+    corpus when the generator replays it."""
     inputs = {"suite": SUITE_DIR.format(suite=wildcards.suite)}
     if PLAN.methods[wildcards.method].rerank == "model":
-        inputs["model"] = R2G_MODEL
+        inputs["model"] = PLAN.reranker_dir
+    if PLAN.params.replaying:
+        inputs["corpus"] = f"{PLAN.corpus_dir}/corpus.jsonl"
     return inputs
 
 
@@ -118,9 +121,11 @@ def reference_input():
 
 def tables_inputs(wildcards):
     """Rollouts; the reward-to-go results when the rerank table has methods (else no model is
-    trained); the papers' numbers when a file is set."""
+    trained; under replay the corpus ranking's); the papers' numbers when a file is set."""
     inputs = {"rollouts": PLAN.all_rollouts()}
-    if PLAN.rerank_methods():
+    if PLAN.rerank_methods() and PLAN.params.replaying:
+        inputs["ranking"] = f"{R2G_CORPUS_DIR}/ranking.json"  # the model the corpus trains
+    elif PLAN.rerank_methods():
         inputs["ranking"] = R2G_RANKING
         inputs["card"] = f"{R2G_DATA}/card.json"
     return {**inputs, **reference_input()}
