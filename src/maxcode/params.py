@@ -182,6 +182,29 @@ def load_suite(name: str, data: Any) -> Suite:
 
 
 @dataclass(frozen=True)
+class ReplayParams:
+    """Recorded outcomes in place of the evaluator, for replayed programs
+    (``llm.generator.backend: replay``); none set: this machine's evaluator measures them."""
+
+    measurements: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "exported measurements (`maxcode eval runs`: measurements.jsonl or "
+            "results.jsonl); a problem measured there replays them (first file wins)"
+        },
+    )
+    published_labels: bool = field(
+        default=False,
+        metadata={"help": "problems without our measurements replay the usable published labels"},
+    )
+
+    @property
+    def replays(self) -> bool:
+        """Whether recorded outcomes stand in for the evaluator (no GPU needed)."""
+        return bool(self.measurements) or self.published_labels
+
+
+@dataclass(frozen=True)
 class EvaluationParams:
     """How candidates are compiled, run, checked and timed."""
 
@@ -191,6 +214,7 @@ class EvaluationParams:
     )
     cpp: CppEvalConfig = field(default_factory=CppEvalConfig)
     cuda: CudaEvalConfig = field(default_factory=CudaEvalConfig)
+    replay: ReplayParams = field(default_factory=ReplayParams)
 
 
 @dataclass(frozen=True)
@@ -229,7 +253,7 @@ class R2GParams:
         return self.encoder if self.kind == "encoder" else self.generative
 
 
-OPTIONAL_BLOCKS = ("kernelcompare", "corpus", "replay")
+OPTIONAL_BLOCKS = ("kernelcompare", "corpus")
 """Top-level blocks a params file may leave out (their stages are then not part of the run)."""
 
 
@@ -273,29 +297,6 @@ class CorpusParams:
 
 
 @dataclass(frozen=True)
-class ReplayParams:
-    """What scores replayed programs (``llm.generator.backend: replay``); without measurement
-    files or published labels, this machine's evaluator measures them."""
-
-    measurements: tuple[str, ...] = field(
-        default=(),
-        metadata={
-            "help": "exported measurements (`maxcode eval runs`: measurements.jsonl or "
-            "results.jsonl); a problem measured there replays them (first file wins)"
-        },
-    )
-    published_labels: bool = field(
-        default=False,
-        metadata={"help": "problems without our measurements replay the usable published labels"},
-    )
-
-    @property
-    def replays(self) -> bool:
-        """Whether recorded outcomes stand in for the evaluator (no GPU needed)."""
-        return bool(self.measurements) or self.published_labels
-
-
-@dataclass(frozen=True)
 class Params:
     """The whole of params.yaml, typed; ``PipelinePlan`` and the CLI read only this."""
 
@@ -309,7 +310,6 @@ class Params:
     tables: TablesParams
     kernelcompare: KernelCompareParams | None = None
     corpus: CorpusParams | None = None
-    replay: ReplayParams | None = None
 
     @property
     def replaying(self) -> bool:
@@ -358,7 +358,6 @@ class Params:
             tables=load(TablesParams, raw["tables"], "tables"),
             kernelcompare=load_kernelcompare_params(raw) if raw.get("kernelcompare") else None,
             corpus=load(CorpusParams, raw["corpus"], "corpus") if raw.get("corpus") else None,
-            replay=load(ReplayParams, raw["replay"], "replay") if "replay" in raw else None,
         )
         params._cross_check()
         return params
@@ -396,10 +395,10 @@ class Params:
         """Replay draws from the corpus's KernelBench problems and trains the reward-to-go
         model on the corpus's training problems, not on rollouts."""
         if not self.replaying:
-            if self.replay is not None:
+            if self.evaluation.replay.replays:
                 raise ConfigError(
-                    "replay: this block only applies with llm.generator.backend: replay; "
-                    "set the backend or remove the block"
+                    "evaluation.replay: recorded outcomes only score replayed programs; set "
+                    "llm.generator.backend: replay or remove measurements/published_labels"
                 )
             return
         if self.corpus is None:
@@ -516,7 +515,6 @@ def json_schema() -> dict:
             "tables": schema_of(TablesParams),
             "kernelcompare": kc,
             "corpus": schema_of(CorpusParams),
-            "replay": schema_of(ReplayParams),
         },
     }
 

@@ -23,7 +23,6 @@ from maxcode.loader import load
 from maxcode.params import (
     EvaluationParams,
     Params,
-    ReplayParams,
     Suite,
     TablesParams,
     load_suite,
@@ -124,6 +123,11 @@ class PipelinePlan:
         return cls(params, tasks, held_out, sorted(problems))
 
     @property
+    def replaying(self) -> bool:
+        """The generator replays the corpus (``llm.generator.backend: replay``)."""
+        return self.params.replaying
+
+    @property
     def corpus_dir(self) -> str:
         """The corpus folder: one the user imported, else the pipeline's import."""
         corpus = self.params.corpus
@@ -185,7 +189,7 @@ class PipelinePlan:
 
     def gpus(self, suite: str) -> int:
         """GPUs one rollout of ``suite`` holds: CUDA suites time kernels on one GPU each."""
-        if self.params.replay is not None and self.params.replay.replays:
+        if self.params.evaluation.replay.replays:
             return 0  # recorded outcomes stand in for the evaluator
         return 1 if self.params.suites[suite].language == "cuda" else 0
 
@@ -269,10 +273,10 @@ def _missing_replay_inputs(params: Params) -> list[str]:
             f"corpus.folder: {corpus.folder} holds no corpus.jsonl; set it to a folder "
             "`maxcode runs import` wrote"
         )
-    for path in params.replay.measurements if params.replay else ():
+    for path in params.evaluation.replay.measurements:
         if not Path(path).is_file():
             missing.append(
-                f"replay.measurements: {path} does not exist; set it to a `maxcode eval runs` "
+                f"evaluation.replay.measurements: {path} does not exist; set it to a `maxcode eval runs` "
                 "export (measurements.jsonl or results.jsonl)"
             )
     return missing
@@ -352,14 +356,13 @@ def run_rollout(
     model_dir: Path | None,
     params: dict,
     corpus: Path | None = None,
-    replay: dict | None = None,
 ) -> dict:
     """One task x method x seed; the declared output appears only when the run is complete.
 
-    ``method``, ``evaluation`` and ``replay`` come as Snakemake passes them (plain values,
-    so a change reruns the job) and go back to their types through the one strict loader.
-    With ``llm.generator.backend: replay`` the policy draws ``corpus``'s programs with the
-    run's seed, scored by ``replay``'s recorded outcomes or by this machine's evaluator.
+    ``method`` and ``evaluation`` come as Snakemake passes them (plain values, so a change
+    reruns the job) and go back to their types through the one strict loader. With
+    ``llm.generator.backend: replay`` the policy draws ``corpus``'s programs with the run's
+    seed, scored by ``evaluation.replay``'s recorded outcomes or by this machine's evaluator.
     """
     task = load_task(suite_dir, task_id)
     cfg = MethodConfig.from_dict(method)
@@ -370,7 +373,7 @@ def run_rollout(
 
         if corpus is None:
             raise ConfigError("llm.generator.backend: replay needs the corpus (a corpus block)")
-        replay_cfg = load(ReplayParams, replay or {}, "replay")
+        replay_cfg = evaluation_cfg.replay
         source = ReplayCorpus.load(
             Path(corpus), [Path(m) for m in replay_cfg.measurements], replay_cfg.published_labels
         )

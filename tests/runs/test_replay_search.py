@@ -47,6 +47,7 @@ def world(tmp_path: Path) -> dict:
 
 
 def _rollout(world: dict, tmp_path: Path, method: str, override: dict, replay: dict) -> list:
+    """One replayed rollout of problem 1 (seed 3), its records."""
     out = tmp_path / "results" / method / "seed3.jsonl"
     run_rollout(
         suite_dir=world["suite"],
@@ -54,14 +55,13 @@ def _rollout(world: dict, tmp_path: Path, method: str, override: dict, replay: d
         method=method_from_params(method, {"seeds": [3], "depth": 1, "k": 4}, override).to_dict(),
         seed=3,
         llm=REPLAY_LLM,
-        evaluation={"reward": "speedup"},
+        evaluation={"reward": "speedup", "replay": replay},
         inflight=tmp_path / "inflight" / method / "seed3.jsonl",
         output=out,
         cache_dir=tmp_path / "cache",
         model_dir=None,
         params={},
         corpus=world["corpus"],
-        replay=replay,
     )
     return [json.loads(line) for line in out.read_text().splitlines()]
 
@@ -160,6 +160,10 @@ def test_the_preset_plans_replay_without_a_gpu(world, tmp_path):
     assert plan.held_out_problems and all(
         p.startswith(("L1/", "L2/")) for p in plan.held_out_problems
     )
+    raw["llm"]["generator"] = {"backend": "offline"}
+    with pytest.raises(ConfigError, match=r"evaluation.replay: recorded outcomes only score"):
+        Params.from_dict(raw, "real-candidates.yaml")
+    raw["llm"]["generator"] = {"backend": "replay"}
     raw["r2g"]["train_methods"] = ["best-of-n"]
     with pytest.raises(ConfigError, match=r"r2g.train_methods: under replay .* set it to \[\]"):
         Params.from_dict(raw, "real-candidates.yaml")

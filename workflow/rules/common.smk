@@ -45,7 +45,7 @@ def final_outputs():
     a `corpus:` block."""
     return (
         PLAN.table_outputs()
-        + ([] if PLAN.params.replaying else [R2G_RANKING])
+        + ([] if PLAN.replaying else [R2G_RANKING])
         + (KC_TABLES if "kernelcompare" in config else [])
         + (CORPUS_TABLES if "corpus" in config else [])
     )
@@ -57,7 +57,7 @@ def rollout_inputs(wildcards):
     inputs = {"suite": SUITE_DIR.format(suite=wildcards.suite)}
     if PLAN.methods[wildcards.method].rerank == "model":
         inputs["model"] = PLAN.reranker_dir
-    if PLAN.params.replaying:
+    if PLAN.replaying:
         inputs["corpus"] = f"{PLAN.corpus_dir}/corpus.jsonl"
     return inputs
 
@@ -69,9 +69,10 @@ def rollout_llm(wildcards):
 
 
 def rollout_evaluation(wildcards):
-    """The reward and the evaluator settings of the suite's task language."""
+    """The reward, the evaluator settings of the suite's task language and, for replayed
+    programs, the recorded outcomes that score them."""
     evaluation = config["evaluation"]
-    keys = ("reward", PLAN.language_of(wildcards.suite))
+    keys = ("reward", PLAN.language_of(wildcards.suite), "replay")
     return {key: evaluation[key] for key in keys if key in evaluation}
 
 
@@ -123,7 +124,7 @@ def tables_inputs(wildcards):
     """Rollouts; the reward-to-go results when the rerank table has methods (else no model is
     trained; under replay the corpus ranking's); the papers' numbers when a file is set."""
     inputs = {"rollouts": PLAN.all_rollouts()}
-    if PLAN.rerank_methods() and PLAN.params.replaying:
+    if PLAN.rerank_methods() and PLAN.replaying:
         inputs["ranking"] = f"{R2G_CORPUS_DIR}/ranking.json"  # the model the corpus trains
     elif PLAN.rerank_methods():
         inputs["ranking"] = R2G_RANKING

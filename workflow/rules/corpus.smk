@@ -39,6 +39,6 @@ rule corpus_ranking:
         r2g=config["r2g"],
         gamma=config["search"]["gamma"],
         tables=config["tables"],
-        held_out=PLAN.held_out_problems if PLAN.params.replaying else None,
+        held_out=PLAN.held_out_problems if PLAN.replaying else None,
     script:
         "../scripts/corpus.py"

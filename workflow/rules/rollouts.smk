@@ -17,6 +17,5 @@ rule rollout:
         evaluation=rollout_evaluation,
         inflight=lambda wildcards: PLAN.inflight_path(wildcards),
         cache_dir=CACHE_DIR,
-        replay=config.get("replay"),
     script:
         "../scripts/run_rollout.py"

@@ -18,7 +18,6 @@ end = run_rollout(
     model_dir=Path(snakemake.input.model) if "model" in snakemake.input.keys() else None,  # noqa: SIM118
     params=snakemake.config,
     corpus=Path(snakemake.input.corpus).parent if "corpus" in snakemake.input.keys() else None,  # noqa: SIM118
-    replay=snakemake.params.replay,
 )
 print(
     f"best reward {end['best_reward']:.3f} after {end['evaluations']} evaluations", file=sys.stderr

@@ -26,7 +26,6 @@ from maxcode.report.reference import (
 )
 from maxcode.report.runs import RunRow
 from maxcode.report.stats import average_ranks, bootstrap_ci
-from maxcode.runs.replay import REPLAY_VERSION
 
 
 class Table:
@@ -420,8 +419,11 @@ def _context_notes(context: dict, runs: list[RunRow], methods: list[str]) -> lis
     return notes
 
 
+REPLAY_POLICY = "replay/"  # how maxcode.runs.replay.ReplayPolicy's names start
+
+
 def replayed(runs: list[RunRow]) -> bool:
-    return any(r.policy.startswith(REPLAY_VERSION) for r in runs)
+    return any(r.policy.startswith(REPLAY_POLICY) for r in runs)
 
 
 def replay_notes(runs: list[RunRow]) -> list[str]:
