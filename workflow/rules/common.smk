@@ -121,11 +121,12 @@ def reference_input():
 
 
 def tables_inputs(wildcards):
-    """Rollouts; the reward-to-go results when the rerank table has methods (else no model is
-    trained; under replay the corpus ranking's); the papers' numbers when a file is set."""
+    """Rollouts; the reward-to-go results when the rerank table has methods (else no model
+    is trained; under replay, the corpus ranking's); the papers' numbers when one is set."""
     inputs = {"rollouts": PLAN.all_rollouts()}
     if PLAN.rerank_methods() and PLAN.replaying:
-        inputs["ranking"] = f"{R2G_CORPUS_DIR}/ranking.json"  # the model the corpus trains
+        # the model the corpus ranking trains
+        inputs["ranking"] = f"{R2G_CORPUS_DIR}/ranking.json"
     elif PLAN.rerank_methods():
         inputs["ranking"] = R2G_RANKING
         inputs["card"] = f"{R2G_DATA}/card.json"
