@@ -35,7 +35,13 @@ include: "workflow/rules/suites.smk"
 include: "workflow/rules/rollouts.smk"
 include: "workflow/rules/r2g.smk"
 include: "workflow/rules/tables.smk"
-include: "workflow/rules/kernelcompare.smk"
+
+
+if "kernelcompare" in config:
+
+    include: "workflow/rules/kernelcompare.smk"
+
+
 include: "workflow/rules/corpus.smk"
 
 

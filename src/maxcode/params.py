@@ -43,7 +43,7 @@ from maxcode.tasks.pie import load_pie_records
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "params.schema.yaml"
 METHOD_NAME = "^[a-z0-9][a-z0-9+_-]*$"
 SUITE_NAME = "^[a-z0-9_]+$"
-PRESETS = ("offline", "gpu", "paper", "custom")
+PRESETS = ("offline", "gpu", "paper", "real-candidates", "custom")
 
 
 # ---- suites: one dataclass per kind, in a registry --------------------------------------
@@ -182,6 +182,29 @@ def load_suite(name: str, data: Any) -> Suite:
 
 
 @dataclass(frozen=True)
+class ReplayParams:
+    """Recorded outcomes in place of the evaluator, for replayed programs
+    (``llm.generator.backend: replay``); none set: this machine's evaluator measures them."""
+
+    measurements: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "exported measurements (`maxcode eval runs`: measurements.jsonl or "
+            "results.jsonl); a problem measured there replays them (first file wins)"
+        },
+    )
+    published_labels: bool = field(
+        default=False,
+        metadata={"help": "problems without our measurements replay the usable published labels"},
+    )
+
+    @property
+    def replays(self) -> bool:
+        """Whether recorded outcomes stand in for the evaluator (no GPU needed)."""
+        return bool(self.measurements) or self.published_labels
+
+
+@dataclass(frozen=True)
 class EvaluationParams:
     """How candidates are compiled, run, checked and timed."""
 
@@ -191,6 +214,7 @@ class EvaluationParams:
     )
     cpp: CppEvalConfig = field(default_factory=CppEvalConfig)
     cuda: CudaEvalConfig = field(default_factory=CudaEvalConfig)
+    replay: ReplayParams = field(default_factory=ReplayParams)
 
 
 @dataclass(frozen=True)
@@ -241,10 +265,17 @@ class CorpusParams:
         metadata={"help": "KernelBench's KernelBench/ folder: the problems' names and references"}
     )
     sources: tuple[str, ...] = field(
+        default=(),
         metadata={
             "help": "LAYOUT:PATH[@COMMIT] per public run layout (kernelbench-runs, kernel-coder, "
             "kernelbench-agentic, cuda-l1); local copies, never committed"
-        }
+        },
+    )
+    folder: str | None = field(
+        default=None,
+        metadata={
+            "help": "a corpus already imported by `maxcode runs import` (instead of sources)"
+        },
     )
     measurements: str | None = field(
         default=None,
@@ -256,8 +287,11 @@ class CorpusParams:
     )
 
     def __post_init__(self) -> None:
-        if not self.sources:
-            raise ConfigError("corpus.sources: name at least one LAYOUT:PATH[@COMMIT]")
+        if bool(self.sources) == bool(self.folder):
+            raise ConfigError(
+                "corpus: give either sources (LAYOUT:PATH[@COMMIT], imported by the pipeline) "
+                "or folder (a corpus `maxcode runs import` wrote), not both or neither"
+            )
         if not self.kinds:
             raise ConfigError("corpus.kinds: name encoder, generative or both")
 
@@ -276,6 +310,11 @@ class Params:
     tables: TablesParams
     kernelcompare: KernelCompareParams | None = None
     corpus: CorpusParams | None = None
+
+    @property
+    def replaying(self) -> bool:
+        """The generator replays corpus programs (``llm.generator.backend: replay``)."""
+        return self.llm["generator"].backend == "replay"
 
     @classmethod
     def from_dict(cls, raw: Any, source: str = "params.yaml") -> Params:
@@ -342,6 +381,7 @@ class Params:
                         f"tables.{group}: method {name!r} is not defined under methods "
                         f"(defined: {sorted(self.methods)})"
                     )
+        self._check_replay()
         for name in self.r2g.train_methods:
             if name not in self.methods:
                 raise ConfigError(f"r2g.train_methods: {name!r} is not defined under methods")
@@ -350,6 +390,38 @@ class Params:
                     f"r2g.train_methods: {name!r} itself needs the reward-to-go model; "
                     "train on methods with rerank none or random"
                 )
+
+    def _check_replay(self) -> None:
+        """Replay draws from the corpus's KernelBench problems and trains the reward-to-go
+        model on the corpus's training problems, not on rollouts."""
+        if not self.replaying:
+            if self.evaluation.replay.replays:
+                raise ConfigError(
+                    "evaluation.replay: recorded outcomes only score replayed programs; set "
+                    "llm.generator.backend: replay or remove measurements/published_labels"
+                )
+            return
+        if self.corpus is None:
+            raise ConfigError(
+                "llm.generator.backend: replay draws programs from a corpus; add a `corpus:` "
+                "block (folder or sources; docs/corpus.md)"
+            )
+        for name, suite in self.suites.items():
+            if not isinstance(suite, KernelBenchSuite):
+                raise ConfigError(
+                    f"suites.{name}.kind: replay proposes KernelBench problems' corpus "
+                    f"programs; use kind kernelbench, not {suite.kind}"
+                )
+        if self.r2g.train_methods:
+            raise ConfigError(
+                "r2g.train_methods: under replay the reward-to-go model trains on the corpus "
+                "pools of the training problems, not on rollouts; set it to []"
+            )
+        if self.r2g.kind not in self.corpus.kinds:
+            raise ConfigError(
+                f"corpus.kinds: add {self.r2g.kind!r} (r2g.kind): the reranked methods use the "
+                "model the corpus ranking trains"
+            )
 
 
 def load_r2g(raw: Any) -> R2GParams:

@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from maxcode.errors import ConfigError, RunMismatch, TaskFormatError
@@ -35,6 +35,7 @@ from maxcode.report.runs import read_runs
 from maxcode.roles import build_critic, build_evaluator, build_policy, require_prices, run_budget
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
+from maxcode.stages.r2g import corpus_rerank_summary
 from maxcode.tasks.model import Task, read_tasks_jsonl, write_tasks_jsonl
 
 EVAL_ENVS = {"cpp": "cpu-eval.yaml", "cuda": "gpu-eval.yaml"}  # conda env per task language
@@ -82,6 +83,9 @@ class PipelinePlan:
     params: Params
     tasks: dict[str, list[str]]  # suite -> task ids
     held_out: dict[str, list[str]]  # suite -> tasks the reward-to-go model never trains on
+    # Under replay: the held-out tasks as corpus problems ("L2/12_Gemm.py"), which the
+    # corpus ranking keeps out of the reward-to-go model's training pools.
+    held_out_problems: list[str] = field(default_factory=list)
 
     @classmethod
     def from_config(cls, raw: dict, source: str = "params.yaml") -> PipelinePlan:
@@ -97,8 +101,9 @@ class PipelinePlan:
                 tasks[name] = suite_task_ids(name, cfg)
             except (ConfigError, TaskFormatError) as err:
                 unusable.append(str(err))
+        unusable += _missing_replay_inputs(params)
         if unusable:  # every path to set at once (the paper preset has several `SET ME`s)
-            raise ConfigError(f"{len(unusable)} suite(s) cannot be read: " + "; ".join(unusable))
+            raise ConfigError(f"{len(unusable)} input(s) cannot be read: " + "; ".join(unusable))
         dataset_cfg = params.r2g.dataset
         test = split_tasks(
             {(s, t) for s, ids in tasks.items() for t in ids},
@@ -106,7 +111,35 @@ class PipelinePlan:
             dataset_cfg.seed,
         )
         held_out = {s: [t for t in ids if (s, t) in test] for s, ids in tasks.items()}
-        return cls(params, tasks, held_out)
+        problems = []
+        if params.replaying:
+            for name, cfg in params.suites.items():
+                keep = set(held_out[name])
+                problems += [
+                    f"L{t.metadata['level']}/{t.metadata['file_name']}"
+                    for t in cfg.tasks(name)
+                    if t.task_id in keep
+                ]
+        return cls(params, tasks, held_out, sorted(problems))
+
+    @property
+    def replaying(self) -> bool:
+        """The generator replays the corpus (``llm.generator.backend: replay``)."""
+        return self.params.replaying
+
+    @property
+    def corpus_dir(self) -> str:
+        """The corpus folder: one the user imported, else the pipeline's import."""
+        corpus = self.params.corpus
+        return corpus.folder if corpus is not None and corpus.folder else CORPUS_DIR
+
+    @property
+    def reranker_dir(self) -> str:
+        """The reward-to-go model of ``rerank: model`` methods: under replay the one the
+        corpus ranking trains (kind ``r2g.kind``), else the one trained on rollouts."""
+        if self.params.replaying:
+            return f"{R2G_CORPUS_DIR}/{self.params.r2g.kind}"
+        return R2G_MODEL
 
     @property
     def methods(self) -> dict[str, MethodConfig]:
@@ -156,7 +189,14 @@ class PipelinePlan:
 
     def gpus(self, suite: str) -> int:
         """GPUs one rollout of ``suite`` holds: CUDA suites time kernels on one GPU each."""
+        if self.params.evaluation.replay.replays:
+            return 0  # recorded outcomes stand in for the evaluator
         return 1 if self.params.suites[suite].language == "cuda" else 0
+
+    def corpus_model_dirs(self) -> list[str]:
+        """The reward-to-go models the corpus ranking trains, one per kind."""
+        corpus = self.params.corpus
+        return [f"{R2G_CORPUS_DIR}/{kind}" for kind in (corpus.kinds if corpus else ())]
 
     def conda_env(self, suite: str) -> str:
         """The rollout's conda env, relative to workflow/rules/: CUDA suites need the GPU one."""
@@ -218,6 +258,28 @@ class PipelinePlan:
         return INFLIGHT.format(
             stage=w.stage, suite=w.suite, method=w.method, task=w.task, seed=w.seed
         )
+
+
+def _missing_replay_inputs(params: Params) -> list[str]:
+    """The corpus folder and measurement files replay reads, where they do not exist."""
+    missing = []
+    corpus = params.corpus
+    if (
+        corpus is not None
+        and corpus.folder
+        and not (Path(corpus.folder) / "corpus.jsonl").is_file()
+    ):
+        missing.append(
+            f"corpus.folder: {corpus.folder} holds no corpus.jsonl; set it to a folder "
+            "`maxcode runs import` wrote"
+        )
+    for path in params.evaluation.replay.measurements:
+        if not Path(path).is_file():
+            missing.append(
+                f"evaluation.replay.measurements: {path} does not exist; set it to a `maxcode eval runs` "
+                "export (measurements.jsonl or results.jsonl)"
+            )
+    return missing
 
 
 def _held_keys(keys: list[str], raw: dict) -> list[str]:
@@ -293,15 +355,30 @@ def run_rollout(
     cache_dir: Path,
     model_dir: Path | None,
     params: dict,
+    corpus: Path | None = None,
 ) -> dict:
     """One task x method x seed; the declared output appears only when the run is complete.
 
     ``method`` and ``evaluation`` come as Snakemake passes them (plain values, so a change
-    reruns the job) and go back to their types through the one strict loader.
+    reruns the job) and go back to their types through the one strict loader. With
+    ``llm.generator.backend: replay`` the policy draws ``corpus``'s programs with the run's
+    seed, scored by ``evaluation.replay``'s recorded outcomes or by this machine's evaluator.
     """
     task = load_task(suite_dir, task_id)
     cfg = MethodConfig.from_dict(method)
     evaluation_cfg = load(EvaluationParams, evaluation, "evaluation")
+    policy = replayed = None
+    if llm["generator"].get("backend") == "replay":
+        from maxcode.runs.replay import ReplayCorpus  # the corpus: only for replayed runs
+
+        if corpus is None:
+            raise ConfigError("llm.generator.backend: replay needs the corpus (a corpus block)")
+        replay_cfg = evaluation_cfg.replay
+        source = ReplayCorpus.load(
+            Path(corpus), [Path(m) for m in replay_cfg.measurements], replay_cfg.published_labels
+        )
+        policy = source.policy(seed)
+        replayed = source.evaluator(", ".join(replay_cfg.measurements) or "published labels")
     roles = ["generator"] + (["critic"] if cfg.critique else [])
     require_prices(
         [role_config_from_dict(r, llm.get(r)) for r in roles],
@@ -311,24 +388,24 @@ def run_rollout(
     spend = run_budget(cfg.budget, f"raise methods.{cfg.name}.budget.{{field}} (or search.budget)")
     reranker = load_reranker(Path(model_dir)) if cfg.rerank == "model" else None
     # A CUDA rollout holds one GPU of the host and sees only that one; its records say which.
-    pin = pinned_gpu(Path(cache_dir) / "gpu-slots") if task.language == "cuda" else nullcontext()
+    on_gpu = task.language == "cuda" and replayed is None
+    pin = pinned_gpu(Path(cache_dir) / "gpu-slots") if on_gpu else nullcontext()
     with pin as gpu:
         ctx = RunContext(
             task=task,
             method=cfg,
             seed=seed,
-            policy=build_policy(llm["generator"], task.language, cache_dir, run_budget=spend),
+            policy=policy
+            or build_policy(llm["generator"], task.language, cache_dir, run_budget=spend),
             evaluator=build_evaluator(
-                task.language, evaluation_cfg, cache_dir, profile=cfg.profile
+                task.language, evaluation_cfg, cache_dir, profile=cfg.profile, replayed=replayed
             ),
             critic=build_critic(llm["critic"], task.language, cache_dir, run_budget=spend)
             if cfg.critique
             else None,
             reranker=reranker,
             reward_kind=evaluation_cfg.reward,
-            provenance=provenance(
-                params, **({"gpu_device": gpu} if task.language == "cuda" else {})
-            ),
+            provenance=provenance(params, **({"gpu_device": gpu} if on_gpu else {})),
             llm_budget=spend,
         )
         inflight = Path(inflight)
@@ -442,11 +519,14 @@ def make_tables(
         },
         "reference": book,
     }
+    ranked = json.loads(Path(ranking).read_text()) if ranking else {}
+    if "kinds" in ranked:  # the corpus ranking (replay): the kind the reranked methods use
+        ranked = corpus_rerank_summary(ranked, (params or {})["r2g"]["kind"])
     metrics = next(Path(p) for p in outputs if p.endswith("metrics.json"))
     write_all(
         runs,
         load(TablesParams, tables, "tables"),
-        json.loads(Path(ranking).read_text()) if ranking else {},
+        ranked,
         json.loads(Path(card).read_text()) if card else {},
         context,
         Path(outputs[0]).parent,
@@ -472,6 +552,8 @@ def make_tables(
 def _role_label(role: dict) -> str:
     if role["backend"] == "offline":
         return "offline (non-LLM)"
+    if role["backend"] == "replay":
+        return "replay (programs of public LLM runs from the corpus, seeded per run)"
     label = f"{role['backend']}:{role.get('model', '?')}"
     return label + (f" (thinking {role['thinking_budget']})" if role.get("thinking_budget") else "")
 

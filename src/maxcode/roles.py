@@ -44,17 +44,24 @@ OFFLINE_POLICIES: dict[str, Callable[[], Policy]] = {
 
 
 def build_evaluator(
-    language: str, evaluation: EvaluationParams, cache_dir: Path, profile: bool = False
+    language: str,
+    evaluation: EvaluationParams,
+    cache_dir: Path,
+    profile: bool = False,
+    replayed: Any = None,
 ) -> CachedEvaluator:
     """The evaluator for a task's language, behind the shared evaluation cache.
 
     ``profile`` (the method's Effi-Learner flag) adds profiling; it never turns off a
-    profile the user asked for in ``evaluation.<language>.profile``.
+    profile the user asked for in ``evaluation.<language>.profile``. ``replayed`` (a
+    ``ReplayEvaluator``) serves recorded outcomes instead of running candidates.
     """
     cache_dir = Path(cache_dir).resolve()
-    if language == "cpp":
+    if replayed is not None:
+        inner: Any = replayed
+    elif language == "cpp":
         cpp = replace(evaluation.cpp, profile=evaluation.cpp.profile or profile)
-        inner: Any = CppEvaluator(cpp, cache_dir / "cpp")
+        inner = CppEvaluator(cpp, cache_dir / "cpp")
     else:
         cuda = replace(evaluation.cuda, profile=evaluation.cuda.profile or profile)
         inner = CudaEvaluator(cuda, cache_dir / "cuda")
@@ -73,6 +80,11 @@ def build_policy(
     """The generator role for tasks in ``language``; its own budget is new per call (once
     per run); ``run_budget`` is the run's, shared with the critic."""
     cfg = _role(cfg, "generator")
+    if cfg.backend == "replay":
+        raise LLMConfigError(
+            "llm.generator.backend: replay proposes corpus programs in pipeline rollouts only "
+            "(params with a corpus block); choose offline or an LLM here"
+        )
     if cfg.backend == "offline":
         if language not in OFFLINE_POLICIES:
             raise LLMConfigError(f"llm.generator: no offline policy for language {language!r}")

@@ -20,7 +20,7 @@ def test_every_missing_suite_path_is_named_at_once(tmp_path):
     with pytest.raises(ConfigError) as err:
         PipelinePlan.from_config(params)
     message = str(err.value)
-    assert "2 suite(s) cannot be read" in message
+    assert "2 input(s) cannot be read" in message
     assert "suites.kb.root" in message and "suites.pie.records" in message
 
 

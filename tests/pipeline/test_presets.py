@@ -80,7 +80,7 @@ def test_offline_preset_is_the_default_params_file():
 
 
 def test_every_preset_names_itself_and_validates_where_it_needs_nothing_external():
-    for name in ("offline", "gpu", "paper"):
+    for name in ("offline", "gpu", "paper", "real-candidates"):
         assert preset(name)["preset"] == name
     for name in ("offline", "gpu"):
         load_params(PRESETS / f"{name}.yaml")

@@ -45,17 +45,20 @@ def final_outputs():
     a `corpus:` block."""
     return (
         PLAN.table_outputs()
-        + [R2G_RANKING]
+        + ([] if PLAN.replaying else [R2G_RANKING])
         + (KC_TABLES if "kernelcompare" in config else [])
         + (CORPUS_TABLES if "corpus" in config else [])
     )
 
 
 def rollout_inputs(wildcards):
-    """The suite's tasks, plus the reward-to-go model when the method reranks with it."""
+    """The suite's tasks, the reward-to-go model when the method reranks with it, and the
+    corpus when the generator replays it."""
     inputs = {"suite": SUITE_DIR.format(suite=wildcards.suite)}
     if PLAN.methods[wildcards.method].rerank == "model":
-        inputs["model"] = R2G_MODEL
+        inputs["model"] = PLAN.reranker_dir
+    if PLAN.replaying:
+        inputs["corpus"] = f"{PLAN.corpus_dir}/corpus.jsonl"
     return inputs
 
 
@@ -66,9 +69,10 @@ def rollout_llm(wildcards):
 
 
 def rollout_evaluation(wildcards):
-    """The reward and the evaluator settings of the suite's task language."""
+    """The reward, the evaluator settings of the suite's task language and, for replayed
+    programs, the recorded outcomes that score them."""
     evaluation = config["evaluation"]
-    keys = ("reward", PLAN.language_of(wildcards.suite))
+    keys = ("reward", PLAN.language_of(wildcards.suite), "replay")
     return {key: evaluation[key] for key in keys if key in evaluation}
 
 
@@ -117,10 +121,13 @@ def reference_input():
 
 
 def tables_inputs(wildcards):
-    """Rollouts; the reward-to-go results when the rerank table has methods (else no model is
-    trained); the papers' numbers when a file is set."""
+    """Rollouts; the reward-to-go results when the rerank table has methods (else no model
+    is trained; under replay, the corpus ranking's); the papers' numbers when one is set."""
     inputs = {"rollouts": PLAN.all_rollouts()}
-    if PLAN.rerank_methods():
+    if PLAN.rerank_methods() and PLAN.replaying:
+        # the model the corpus ranking trains
+        inputs["ranking"] = f"{R2G_CORPUS_DIR}/ranking.json"
+    elif PLAN.rerank_methods():
         inputs["ranking"] = R2G_RANKING
         inputs["card"] = f"{R2G_DATA}/card.json"
     return {**inputs, **reference_input()}

@@ -30,4 +30,5 @@ else:
         Path(tables.reference) if tables.reference else None,
         Path(corpus.measurements) if corpus.measurements else None,
         tuple(corpus.kinds),
+        held_out=snakemake.params.held_out,
     )

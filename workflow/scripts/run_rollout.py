@@ -17,6 +17,7 @@ end = run_rollout(
     # Namedlist answers `in` by value, so ask its keys.
     model_dir=Path(snakemake.input.model) if "model" in snakemake.input.keys() else None,  # noqa: SIM118
     params=snakemake.config,
+    corpus=Path(snakemake.input.corpus).parent if "corpus" in snakemake.input.keys() else None,  # noqa: SIM118
 )
 print(
     f"best reward {end['best_reward']:.3f} after {end['evaluations']} evaluations", file=sys.stderr

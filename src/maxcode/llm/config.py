@@ -16,7 +16,7 @@ from maxcode.errors import LLMConfigError
 from maxcode.llm.prices import Price, lookup
 from maxcode.loader import load, reject_unknown
 
-BACKEND_NAMES = ("offline", "openai", "anthropic", "hf")
+BACKEND_NAMES = ("offline", "openai", "anthropic", "hf", "replay")
 ROLES = ("generator", "critic", "reward_to_go")
 # Sent to a local server when no key is set: the SDKs refuse an empty key, the servers ignore it.
 LOCAL_SERVER_KEY = "no-key-needed"
@@ -127,6 +127,11 @@ class RoleConfig:
         if self.backend not in BACKEND_NAMES:
             raise LLMConfigError(
                 f"{where}.backend: {self.backend!r} is not one of {list(BACKEND_NAMES)}"
+            )
+        if self.backend == "replay" and self.role != "generator":
+            raise LLMConfigError(
+                f"{where}.backend: replay proposes corpus programs as the generator only; "
+                "set this role's backend to offline or an LLM"
             )
         if self.backend in ("openai", "anthropic", "hf") and not self.model:
             raise LLMConfigError(

@@ -48,14 +48,19 @@ class Pool:
 
 
 def build_pools(
-    records: list[CorpusRecord], measurements: dict[tuple[str, str], dict] | None = None
+    records: list[CorpusRecord],
+    measurements: dict[tuple[str, str], dict] | None = None,
+    published: bool = True,
 ) -> list[Pool]:
+    """One pool per problem; ``published=False`` keeps only problems we measured."""
     by_problem: dict[str, list[CorpusRecord]] = defaultdict(list)
     for r in records:
         by_problem[r.problem.key].append(r)
     pools = []
     for key, members in sorted(by_problem.items()):
-        pool = _ours(key, members, measurements or {}) or _published(key, members)
+        pool = _ours(key, members, measurements or {})
+        if pool is None and published:
+            pool = _published(key, members)
         if pool is not None:
             pools.append(pool)
     return pools
@@ -154,9 +159,15 @@ def pool_examples(pool: Pool, gamma: float, max_prompt_chars: int) -> list[R2GEx
 
 
 def corpus_dataset(
-    pools: list[Pool], gamma: float, test_fraction: float, seed: int, max_prompt_chars: int
+    pools: list[Pool],
+    gamma: float,
+    test_fraction: float,
+    seed: int,
+    max_prompt_chars: int,
+    held_out: list[str] | None = None,
 ) -> R2GDataset:
-    """Examples split by problem (per level, by hash of the problem and the seed)."""
+    """Examples split by problem (per level, by hash of the problem and the seed), or with
+    exactly the ``held_out`` problems held out."""
     params = DatasetParams(
         gamma=gamma,
         test_fraction=test_fraction,
@@ -165,7 +176,11 @@ def corpus_dataset(
         with_descriptions=False,
     )
     tasks = {(f"kernelbench-L{p.level}", p.problem) for p in pools}
-    test = split_tasks(tasks, test_fraction, seed)
+    test = (
+        {(s, p) for s, p in tasks if p in set(held_out)}
+        if held_out is not None
+        else split_tasks(tasks, test_fraction, seed)
+    )
     train, held = [], []
     for p in pools:
         examples = pool_examples(p, gamma, max_prompt_chars)

@@ -337,6 +337,11 @@ def write_all(
         conf,
         "ablation",
     )
+    if replayed(runs):
+        ablation.notes.append(
+            "left out under replay: trajectory, critique and best-so-far have no effect on "
+            "replayed programs"
+        )
     rerank = rerank_table(runs, list(tables.rerank), ranking, context, floor, samples, conf)
     all_methods = list(dict.fromkeys([*tables.main, *tables.ablation, *tables.rerank]))
     budget = budget_table(runs, all_methods, context)
@@ -398,17 +403,50 @@ def _context_notes(context: dict, runs: list[RunRow], methods: list[str]) -> lis
     """The header block: preset, models, evaluator, budgets, hardware, seeds."""
     meta = _context_meta(context, runs)
     offline = all(r.policy_offline and (r.critic_offline in (None, True)) for r in runs)
+    offline = offline and not replayed(runs)
     notes = [
         f"preset: {meta['preset']}"
         + (" (offline: non-LLM policy and critic, labelled offline)" if offline else ""),
         f"models: generator {meta['generator']}, critic {meta['critic']}",
         f"evaluator: {meta['evaluator']}",
+        *replay_notes(runs),
     ]
     budgets = context.get("budgets", {})
     shown = [f"{m}: {budgets[m]}" for m in methods if m in budgets]
     if shown:
         notes.append("budget per run (params): " + "; ".join(shown))
     notes += [f"hardware: {meta['hardware']}", f"seeds: {meta['seeds']}"]
+    return notes
+
+
+REPLAY_POLICY = "replay/"  # how maxcode.runs.replay.ReplayPolicy's names start
+
+
+def replayed(runs: list[RunRow]) -> bool:
+    return any(r.policy.startswith(REPLAY_POLICY) for r in runs)
+
+
+def replay_notes(runs: list[RunRow]) -> list[str]:
+    """What a replayed table measures, and the unit of a reward from a runtime-only label."""
+    if not replayed(runs):
+        return []
+    notes = [
+        "generator: replay (rows labelled replay/1+seed<N>): programs written by public LLM "
+        "runs, drawn without replacement from each problem's corpus pool in an order fixed by "
+        "the run's seed; the search selects among real candidates and answers no prompt, so "
+        "trajectory, critique and best-so-far have no effect under replay (the observation "
+        "ablations are left out)"
+    ]
+    if any("published label" in r.evaluator for r in runs):
+        notes.append(
+            "label source per problem: our GPU measurements where the problem has any, else "
+            "the usable published labels of one GPU (a pool never mixes sources)"
+        )
+    if any("1000/runtime_ms" in r.evaluator for r in runs):
+        notes.append(
+            "where a published label gives only the program's runtime, its reward is "
+            "1000/runtime_ms: ranks within a problem are exact, absolute values are not speedups"
+        )
     return notes
 
 

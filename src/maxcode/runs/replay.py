@@ -10,6 +10,11 @@ best-so-far ablations have no effect under replay.
 ``ReplayEvaluator`` stands in for the CUDA evaluator on a machine without a GPU: it returns the
 measurement exported by ``maxcode eval runs`` for (code hash, task hash) and refuses a
 candidate it has none for, so a replayed table holds only measured numbers.
+
+``ReplayCorpus`` builds both for a pipeline run: the pools of ``maxcode.r2g.corpus`` (our
+measurements where a problem has any, else the usable published labels of one GPU; a pool
+never mixes label sources), the policy drawing only from a pool's scored programs, and the
+evaluator serving each program's row of its pool's source.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ from pathlib import Path
 
 from maxcode.errors import UserError
 from maxcode.evaluate.result import EvalResult, Status, Timing
+from maxcode.r2g.corpus import INVERSE_RUNTIME, Measured, Pool, build_pools
 from maxcode.runs.evaluate import read_measurements
 from maxcode.runs.record import CorpusRecord, code_hash, read_corpus, text_hash
 from maxcode.search.types import Observation, Proposal
 from maxcode.tasks.model import Task
 
 REPLAY_VERSION = "replay/1"
+PUBLISHED_STATUS = {"compile_error": "compile_error", "runtime_error": "runtime_error"}
 
 
 class ReplayMissing(UserError):
@@ -81,6 +88,7 @@ class ReplayPolicy:
                 source=r.code,
                 meta={
                     "replay": True,
+                    "replay_seed": self.seed,
                     "code_hash": r.code_hash,
                     "sources": sorted({f"{a.repo}:{a.run}" for a in r.attempts}),
                 },
@@ -99,9 +107,10 @@ class ReplayEvaluator:
     """Returns the exported measurement of (code hash, task hash); refuses the rest."""
 
     def __init__(self, measurements: dict[tuple[str, str], dict], source: str = ""):
-        evaluators = sorted({row["evaluator"] for row in measurements.values()})
-        gpus = sorted({row["gpu"] for row in measurements.values()})
-        self.name = f"{REPLAY_VERSION}({','.join(evaluators)} on {','.join(gpus)})"
+        evaluators = sorted(
+            {f"{row['evaluator']} on {row['gpu']}" for row in measurements.values()}
+        )
+        self.name = f"{REPLAY_VERSION}({'; '.join(evaluators)})"
         self.measurements = measurements
         self.source = source
 
@@ -124,10 +133,77 @@ class ReplayEvaluator:
             status=Status(row["status"]),
             reason=row.get("reason", ""),
             timing=timing,
-            evaluator=f"{self.name}: {row['evaluator']} on {row['gpu']}",
+            evaluator=f"{REPLAY_VERSION}: {row['evaluator']} on {row['gpu']}",
         )
 
     def evaluate_many(
         self, task: Task, sources: list[str], progress: bool = False
     ) -> list[EvalResult]:
         return [self.evaluate(task, s) for s in sources]
+
+
+class ReplayCorpus:
+    """The programs a replayed run may propose, and the rows that score them when
+    recorded outcomes stand in for the evaluator (``rows`` is None: measure them here)."""
+
+    def __init__(self, records: list[CorpusRecord], rows: dict[tuple[str, str], dict] | None):
+        self.records = records
+        self.rows = rows
+
+    @classmethod
+    def load(
+        cls, corpus: Path, measurements: list[Path] | tuple[Path, ...] = (), published=False
+    ) -> ReplayCorpus:
+        """Every program of ``corpus`` when nothing is replayed; else the programs of each
+        problem's pool, with our measurements (the first file holding a program wins) taking
+        precedence over the published labels."""
+        records = read_corpus(Path(corpus) / "corpus.jsonl")
+        if not measurements and not published:
+            return cls(records, None)
+        ours: dict[tuple[str, str], dict] = {}
+        for path in measurements:
+            for key, row in read_measurements(Path(path)).items():
+                ours.setdefault(key, row)
+        members, rows = [], {}
+        for pool in build_pools(records, ours, published=published):
+            for record, measured in pool.members:
+                key = (record.code_hash, record.problem.reference_hash)
+                members.append(record)
+                rows[key] = (
+                    {**ours[key], "label_source": pool.label_source}
+                    if pool.label_source.startswith("ours/")
+                    else _published_row(pool, record, measured)
+                )
+        return cls(members, rows)
+
+    def policy(self, seed: int) -> ReplayPolicy:
+        return ReplayPolicy(self.records, seed)
+
+    def evaluator(self, source: str) -> ReplayEvaluator | None:
+        return ReplayEvaluator(self.rows, source) if self.rows is not None else None
+
+
+def _published_row(pool: Pool, record: CorpusRecord, measured: Measured) -> dict:
+    """A published label as a measurement row: times such that reference / candidate is the
+    pool's reward (``1000 / runtime_ms`` where the label has no reference time)."""
+    gpu = pool.label_source.removeprefix("published/")
+    label = next(a.label for a in record.attempts if a.label.usable and a.label.gpu == gpu)
+    runtime = reference = None
+    if measured.correct:
+        status = "ok"
+        runtime = measured.runtime_ms or 1.0
+        reference = (
+            1000.0 if pool.reward_kind == INVERSE_RUNTIME else float(measured.speedup) * runtime
+        )
+    else:
+        status = PUBLISHED_STATUS.get(label.verdict, "wrong_answer")
+    inverse = " (reward 1000/runtime_ms)" if pool.reward_kind == INVERSE_RUNTIME else ""
+    return {
+        "status": status,
+        "reason": label.error,
+        "runtime_ms": runtime,
+        "reference_ms": reference,
+        "evaluator": f"published label, {label.harness}{inverse}",
+        "gpu": gpu,
+        "label_source": pool.label_source,
+    }

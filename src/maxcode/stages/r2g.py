@@ -70,6 +70,15 @@ def _flat_metrics(block: dict, prefix: str = "") -> dict:
     return flat
 
 
+def corpus_rerank_summary(report: dict, kind: str) -> dict:
+    """The corpus ranking of one model kind in the shape the rerank table reads."""
+    block = report["kinds"][kind]
+    return {
+        "model": {"kind": kind, "name": block["model"]},
+        "metrics": _flat_metrics(block["summary"]["all"]),
+    }
+
+
 def corpus_ranking_stage(
     corpus: Path,
     r2g: R2GParams,
@@ -82,11 +91,14 @@ def corpus_ranking_stage(
     measurements: Path | None = None,
     kinds: tuple[str, ...] = ("encoder", "generative"),
     reuse_models: bool = False,
+    held_out: list[str] | None = None,
 ) -> dict:
     """Both model kinds trained on the corpus's training problems, ranked on held-out ones.
 
     ``reuse_models``: a kind whose folder already holds a trained model is scored, not
     retrained (for a model trained by an earlier call on the same corpus and params).
+    ``held_out``: the problems ("L2/12_Gemm.py") to hold out instead of the hash split (the
+    pipeline's held-out tasks, so reranked replay runs only on problems the model never saw).
 
     Writes ``out_dir/dataset``, ``out_dir/<kind>/`` (each model), ``out_dir/ranking.json``
     (per-problem rows and summaries) and the table ``table_dir/r2g_corpus.*``.
@@ -102,7 +114,9 @@ def corpus_ranking_stage(
     measured = read_measurements(measurements) if measurements else None
     pools = build_pools(read_corpus(corpus), measured)
     cfg = r2g.dataset
-    dataset = corpus_dataset(pools, gamma, cfg.test_fraction, cfg.seed, cfg.max_prompt_chars)
+    dataset = corpus_dataset(
+        pools, gamma, cfg.test_fraction, cfg.seed, cfg.max_prompt_chars, held_out
+    )
     write_dataset(dataset, Path(out_dir) / "dataset")
     test_problems = {e.task_id for e in dataset.test}
     report: dict = {
