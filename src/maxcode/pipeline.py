@@ -27,6 +27,7 @@ from maxcode.params import (
     TablesParams,
     load_suite,
 )
+from maxcode.r2g.corpus_ranking import corpus_rerank_summary
 from maxcode.r2g.dataset import split_tasks
 from maxcode.r2g.reranker import load_reranker
 from maxcode.records import atomic_write_json, provenance
@@ -35,7 +36,6 @@ from maxcode.report.runs import read_runs
 from maxcode.roles import build_critic, build_evaluator, build_policy, require_prices, run_budget
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
-from maxcode.stages.r2g import corpus_rerank_summary
 from maxcode.tasks.model import Task, read_tasks_jsonl, write_tasks_jsonl
 
 EVAL_ENVS = {"cpp": "cpu-eval.yaml", "cuda": "gpu-eval.yaml"}  # conda env per task language

@@ -132,5 +132,10 @@ def test_resume_of_a_finished_run_publishes_its_typed_best(finished_run, tmp_pat
         for r in records
         if isinstance(r, CandidateRecord) and r.candidate_id == end.best_candidate_id
     )
-    assert (out / "best.cpp").read_text() == winner.source
-    assert f"Best candidate: {end.best_reward:.3f}x" in proc.stdout
+    assert f"{end.best_reward:.3f}x by instructions on the tests" in proc.stdout
+    # best.cpp is written only when the wall-clock confirmation clears --min-speedup, which a
+    # loaded machine can deny; either way the summary names the winner found in the records
+    if (out / "best.cpp").exists():
+        assert (out / "best.cpp").read_text() == winner.source
+    else:
+        assert "was not written" in proc.stdout and (out / "confirmation.json").is_file()

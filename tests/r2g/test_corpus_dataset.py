@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from maxcode.r2g.corpus import INVERSE_RUNTIME, SPEEDUP, build_pools, corpus_dataset, pool_examples
+from maxcode.r2g.corpus import corpus_dataset, pool_examples
 from maxcode.r2g.corpus_ranking import per_problem, summarize
 from maxcode.r2g.dataset import R2GExample
 from maxcode.runs.corpus import SourceSpec, import_corpus
+from maxcode.runs.pools import INVERSE_RUNTIME, SPEEDUP, build_pools
 from maxcode.runs.record import read_corpus
 from maxcode.search.types import Score
 from tests.runs.public_layouts import (

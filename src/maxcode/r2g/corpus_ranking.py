@@ -122,3 +122,23 @@ def breakdown(rows: list[dict], samples: int, confidence: float) -> dict:
     for src in sorted({r["label_source"] for r in rows}):
         out[src] = summarize([r for r in rows if r["label_source"] == src], samples, confidence)
     return out
+
+
+def flat_metrics(block: dict, prefix: str = "") -> dict:
+    """Nested metric blocks as one flat mapping (``"top_m.share_correct"``), numbers only."""
+    flat = {}
+    for key, value in block.items():
+        if isinstance(value, dict):
+            flat.update(flat_metrics(value, f"{prefix}{key}."))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def corpus_rerank_summary(report: dict, kind: str) -> dict:
+    """The corpus ranking of one model kind in the shape the rerank table reads."""
+    block = report["kinds"][kind]
+    return {
+        "model": {"kind": kind, "name": block["model"]},
+        "metrics": flat_metrics(block["summary"]["all"]),
+    }

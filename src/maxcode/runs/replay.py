@@ -25,8 +25,8 @@ from pathlib import Path
 
 from maxcode.errors import UserError
 from maxcode.evaluate.result import EvalResult, Status, Timing
-from maxcode.r2g.corpus import INVERSE_RUNTIME, Measured, Pool, build_pools
 from maxcode.runs.evaluate import read_measurements
+from maxcode.runs.pools import INVERSE_RUNTIME, Measured, Pool, build_pools
 from maxcode.runs.record import CorpusRecord, code_hash, read_corpus, text_hash
 from maxcode.search.types import Observation, Proposal
 from maxcode.tasks.model import Task

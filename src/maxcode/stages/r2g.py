@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from maxcode.params import R2GParams
+from maxcode.r2g.corpus_ranking import flat_metrics
 from maxcode.r2g.dataset import build_dataset, read_dataset, write_dataset
 from maxcode.r2g.reranker import load_reranker, train
 from maxcode.records import atomic_write_json
@@ -53,30 +54,11 @@ def ranking_stage(
     metrics = evaluate_reranker(reranker, read_dataset(dataset_dir).split(split))
     report = {
         "model": {"kind": r2g.kind, "name": reranker.name},
-        "metrics": _flat_metrics(metrics["all"]),
+        "metrics": flat_metrics(metrics["all"]),
         "detail": json.loads(json.dumps(metrics, default=str)),
     }
     atomic_write_json(out, report)
     return report
-
-
-def _flat_metrics(block: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in block.items():
-        if isinstance(value, dict):
-            flat.update(_flat_metrics(value, f"{prefix}{key}."))
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def corpus_rerank_summary(report: dict, kind: str) -> dict:
-    """The corpus ranking of one model kind in the shape the rerank table reads."""
-    block = report["kinds"][kind]
-    return {
-        "model": {"kind": kind, "name": block["model"]},
-        "metrics": _flat_metrics(block["summary"]["all"]),
-    }
 
 
 def corpus_ranking_stage(
@@ -105,10 +87,11 @@ def corpus_ranking_stage(
     """
     from maxcode.r2g.base import MANIFEST, Candidate
     from maxcode.r2g.config import EncoderR2GConfig, GenerativeR2GConfig
-    from maxcode.r2g.corpus import build_pools, corpus_dataset
+    from maxcode.r2g.corpus import corpus_dataset
     from maxcode.r2g.corpus_ranking import breakdown, per_problem
     from maxcode.report.corpus_table import corpus_ranking_table
     from maxcode.runs.evaluate import read_measurements
+    from maxcode.runs.pools import build_pools
     from maxcode.runs.record import read_corpus
 
     measured = read_measurements(measurements) if measurements else None
