@@ -1,15 +1,8 @@
 """Reward-to-go examples from the corpus of public runs, rewarded by measurements.
 
-One pool per problem: the distinct programs that carry a measurement from one label source.
-Our own GPU verdicts (``maxcode eval runs``' export) win where a problem has any; otherwise
-the published labels of the GPU that labelled most of the problem's programs. A pool never
-mixes label sources, and every example records its ``label_source``.
-
-Reward of a program: its speedup when correct (0 otherwise). Where the label source gives
-runtimes but no reference time (KernelBench run folders record only the candidate's time),
-the reward is ``1000 / runtime_ms``: the speedup times the pool's one unknown reference
-time, so ranks, Spearman and "best of the top m / best of all k" are exact while absolute
-speedups are not (the pool's ``reward_kind`` says which).
+Pools come from ``maxcode.runs.pools`` (one label source per problem; our own GPU verdicts
+before published labels; ``1000 / runtime_ms`` where the labels give no reference time, so
+ranks are exact and absolute speedups are not). Every example records its ``label_source``.
 
 Single attempts are one-step runs (return = reward). Attempts of a multi-turn trajectory get
 the max-reward return along the trajectory, ``G_t = max_{k>=t} gamma^(k-t) r_k``, and the
