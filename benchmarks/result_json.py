@@ -9,13 +9,13 @@ the UTC time, then ``headline`` (the few figures ``report.py`` puts on ``docs/be
 from __future__ import annotations
 
 import json
-import os
-import platform
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from maxcode.records import hardware_fingerprint
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -39,28 +39,10 @@ def commit() -> str:
 
 
 def hardware() -> str:
-    """CPU model and core count, and each GPU's name where nvidia-smi answers."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    text = f"{cpu}, {os.cpu_count()} cores"
-    try:
-        smi = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        gpus = (
-            [g.strip() for g in smi.stdout.splitlines() if g.strip()] if smi.returncode == 0 else []
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        gpus = []
+    """CPU model and core count, and each GPU's name, as one line of the project's fingerprint."""
+    fp = hardware_fingerprint()
+    text = f"{fp['cpu']}, {fp['cores']} cores"
+    gpus = list(fp.get("gpus", ()))
     if gpus:
         text += "; " + ", ".join(f"{gpus.count(g)}x {g}" for g in dict.fromkeys(gpus))
     return text
