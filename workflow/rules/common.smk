@@ -122,7 +122,8 @@ def reference_input():
 
 def tables_inputs(wildcards):
     """Rollouts; the reward-to-go results when the rerank table has methods (else no model
-    is trained; under replay, the corpus ranking's); the papers' numbers when one is set."""
+    is trained; under replay, the corpus ranking's); the papers' numbers when one is set.
+    """
     inputs = {"rollouts": PLAN.all_rollouts()}
     if PLAN.rerank_methods() and PLAN.replaying:
         # the model the corpus ranking trains
