@@ -46,17 +46,21 @@ def world(tmp_path: Path) -> dict:
     return {"checkout": checkout, "corpus": tmp_path / "corpus", "suite": suite, "tasks": tasks}
 
 
-def _rollout(world: dict, tmp_path: Path, method: str, override: dict, replay: dict) -> list:
-    """One replayed rollout of problem 1 (seed 3), its records."""
-    out = tmp_path / "results" / method / "seed3.jsonl"
+def _rollout(
+    world: dict, tmp_path: Path, method: str, override: dict, replay: dict, seed: int = 3
+) -> list:
+    """One replayed rollout of problem 1, its records."""
+    out = tmp_path / "results" / method / f"seed{seed}.jsonl"
     run_rollout(
         suite_dir=world["suite"],
         task_id=world["tasks"][0].task_id,  # 1_Relu1.py
-        method=method_from_params(method, {"seeds": [3], "depth": 1, "k": 4}, override).to_dict(),
-        seed=3,
+        method=method_from_params(
+            method, {"seeds": [seed], "depth": 1, "k": 4}, override
+        ).to_dict(),
+        seed=seed,
         llm=REPLAY_LLM,
         evaluation={"reward": "speedup", "replay": replay},
-        inflight=tmp_path / "inflight" / method / "seed3.jsonl",
+        inflight=tmp_path / "inflight" / method / f"seed{seed}.jsonl",
         output=out,
         cache_dir=tmp_path / "cache",
         model_dir=None,
@@ -121,13 +125,16 @@ def test_measuring_here_proposes_every_program_of_the_problem(world):
 
 
 def test_replayed_tables_say_replay_and_the_reward_unit(world, tmp_path):
-    _rollout(world, tmp_path, "best-of-n", {"trajectory": "none"}, {"published_labels": True})
+    for seed in (3, 4):
+        _rollout(
+            world, tmp_path, "best-of-n", {"trajectory": "none"}, {"published_labels": True}, seed
+        )
     tables = tmp_path / "tables"
     outputs = [str(tables / f"{n}.md") for n in ("main", "ablation", "rerank", "budget")]
     outputs += [str(tmp_path / "plots" / "curve.png"), str(tmp_path / "metrics.json")]
     outputs.append(str(tmp_path / "provenance.json"))
     make_tables(
-        [tmp_path / "results" / "best-of-n" / "seed3.jsonl"],
+        [tmp_path / "results" / "best-of-n" / f"seed{seed}.jsonl" for seed in (3, 4)],
         None,
         None,
         {"main": ["best-of-n"]},
@@ -137,7 +144,9 @@ def test_replayed_tables_say_replay_and_the_reward_unit(world, tmp_path):
     )
     main = (tables / "main.md").read_text()
     assert "generator replay (programs of public LLM runs" in main
-    assert "replay/1+seed3" in main and "no effect under replay" in main
+    # one row for the two seeds, naming both, and never "offline" (the programs are LLM-written)
+    assert "replay/1 (replayed LLM programs), seeds 3, 4" in main
+    assert "no effect under replay" in main
     assert "1000/runtime_ms: ranks within a problem are exact" in main
     assert "offline: non-LLM" not in main
     assert "left out under replay" in (tables / "ablation.md").read_text()

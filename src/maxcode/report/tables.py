@@ -13,6 +13,7 @@ import csv
 import html
 import io
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -391,9 +392,20 @@ def _scores_by_unit(runs: list[RunRow], floor: bool) -> dict:
     return units
 
 
+_REPLAY_SEED = re.compile(r"\+seed(\d+)$")
+
+
 def _policy_label(group: list[RunRow]) -> str:
+    """The group's policy; a replay policy's name carries its run's seed, so a group of
+    several seeds names them together ("replay/1, seeds 0, 1, 2") and says it replays."""
     r = group[0]
-    label = f"{r.policy}{' (offline)' if r.policy_offline else ''}"
+    if r.policy.startswith(REPLAY_POLICY):
+        seeds = sorted({int(m.group(1)) for g in group if (m := _REPLAY_SEED.search(g.policy))})
+        base = _REPLAY_SEED.sub("", r.policy)
+        label = f"{base} (replayed LLM programs), seed{'s' if len(seeds) > 1 else ''} "
+        label += ", ".join(map(str, seeds))
+    else:
+        label = f"{r.policy}{' (offline)' if r.policy_offline else ''}"
     if r.critic:
         label += f"; critic {r.critic}{' (offline)' if r.critic_offline else ''}"
     return label
@@ -431,7 +443,7 @@ def replay_notes(runs: list[RunRow]) -> list[str]:
     if not replayed(runs):
         return []
     notes = [
-        "generator: replay (rows labelled replay/1+seed<N>): programs written by public LLM "
+        "generator: replay (policy replay/1 with each run's seed): programs written by public LLM "
         "runs, drawn without replacement from each problem's corpus pool in an order fixed by "
         "the run's seed; the search selects among real candidates and answers no prompt, so "
         "trajectory, critique and best-so-far have no effect under replay (the observation "
