@@ -321,12 +321,14 @@ def optimize_cmd(
     try:
         result = optimize(opts)
     except KeyboardInterrupt:
-        typer.secho(
-            f"interrupted: finished steps are kept in {out / 'run.jsonl'} and shown in "
-            f"{out / 'report.html'} (partial); resume with --resume (and the same arguments)",
-            fg=typer.colors.YELLOW,
-            err=True,
-        )
+        if (out / "report.html").exists():
+            said = (
+                f"finished steps are kept in {out / 'run.jsonl'} and shown in "
+                f"{out / 'report.html'} (partial); resume with --resume (and the same arguments)"
+            )
+        else:
+            said = "before the search began, so nothing was recorded; run the command again"
+        typer.secho(f"interrupted: {said}", fg=typer.colors.YELLOW, err=True)
         raise typer.Exit(130) from None
     except USER_ERRORS as err:
         if debug:

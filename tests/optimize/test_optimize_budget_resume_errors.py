@@ -360,6 +360,31 @@ def test_cpp_timing_defaults_to_instruction_counts_and_says_so(program, tmp_path
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+def test_ctrl_c_before_the_search_says_nothing_was_recorded(program, tmp_path):
+    src, tests = program
+    out = tmp_path / "o"
+    proc = subprocess.Popen(
+        [*MAXCODE, "optimize", str(src), "--tests", str(tests), "--out", str(out)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=NO_KEYS,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        proc.stderr.readline()
+        assert proc.stderr.readline().startswith("evaluating the original")
+        os.killpg(proc.pid, signal.SIGINT)  # while the original compiles and runs
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=120) == 130, rest
+        assert "before the search began, so nothing was recorded" in rest, rest
+        assert not (out / "report.html").exists() and "Traceback" not in rest
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 # ---- 5. a live start --------------------------------------------------------------------
 
 
