@@ -47,6 +47,8 @@ from pathlib import Path
 
 from result_json import add_json_argument, headline, json_path, write_result
 
+from maxcode.records import hardware_fingerprint
+
 WORDCOUNT = r"""#include <iostream>
 #include <map>
 #include <string>
@@ -273,20 +275,10 @@ def run_optimize(
 
 
 def machine() -> dict:
-    """The CPU and its load at the start: wall-clock figures depend on both."""
-    info = {"cpu": platform.processor() or platform.machine(), "platform": platform.platform()}
-    info["python"] = platform.python_version()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next(
-                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), None
-            )
-        info["cpu"] = model or info["cpu"]
-        with open("/proc/loadavg") as f:
-            info["loadavg_at_start"] = f.read().split()[:3]
-    except OSError:
-        pass
-    return info
+    """The project's hardware fingerprint and the load at the start: wall-clock figures depend
+    on both."""
+    load = [round(x, 2) for x in os.getloadavg()]
+    return hardware_fingerprint() | {"platform": platform.platform(), "loadavg_at_start": load}
 
 
 # -- timing: how repeatable is the reported speedup? ------------------------------------------
