@@ -10,8 +10,8 @@ Two sets (``--source``, both read by ``public_candidates.py``):
   technique classes (CUDA graphs, stored output, TF32, cudnn.benchmark, custom kernel, lower
   precision, torch.compile, torch rewrite; default: all). Instead of the agreement table, each
   pass prints per primary class and per technique the candidates' count, our verdicts, the
-  check ids that rejected them, and our median speedup beside CUDA-L1's reported one
-  (result: ``cuda-l1``). ``--with-kernel`` keeps the candidates (of either set) that define
+  check ids that rejected them, and our median speedup beside CUDA-L1's reported one.
+  ``--with-kernel`` keeps the candidates (of either set) that define
   a kernel of their own, so the dynamic checks decide them.
 
 Modes:
@@ -20,16 +20,20 @@ Modes:
   over one build cache: ``cold`` (fresh), ``warm`` (rebuilds nothing; re-run and re-timed on
   the GPU), ``warm2`` (``--twice`` runs all three). Prints candidates/min, first-result latency,
   seconds per stage (from each result's figures), peak GPU memory per candidate, the
-  agreement table against the labels with each disagreement's cause and evidence, and the
-  median run-to-run speedup difference between two passes over the same candidates.
+  agreement table against the labels with each disagreement's cause and evidence (CUDA-L1:
+  the per-class tables), and the median run-to-run speedup difference between two passes
+  over the same candidates.
 * ``kernelbench`` (``kernelbench-runs``): KernelBench's own ``eval_kernel_against_ref``
   (``--kb-src``, default ``$KB/src``) on the first ``--kb-n`` candidates of the same sample,
-  as its scripts run it
-  (parallel pre-compile, then one candidate after another in a fresh process): its
+  as its scripts run it (parallel pre-compile, then one candidate after another in a fresh
+  process): its
   per-candidate seconds and its verdicts on this GPU, the peer figure for throughput and a
   same-GPU label.
 * ``--dry-run``: list the sample, load every problem and run our static checks (no GPU).
 * ``--merge A.json B.json ...``: one report over parts of a sample run with ``--skip``.
+
+Results: ``cuda-real-candidates`` (ours), ``cuda-real-candidates-kernelbench`` (kernelbench),
+``cuda-l1`` (``--source cuda-l1``).
 
 Both modes first print the host (CPU model, cores, load, and the speed of torch's serial CPU
 generator, which the large level-1 inputs are made with): the throughput follows the host's
@@ -861,7 +865,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cache", type=Path, help="build cache to start from (default: a fresh one under --work)"
     )
-    add_json_argument(parser, "cuda-real-candidates, cuda-real-candidates-kernelbench or cuda-l1")
+    add_json_argument(parser, "<source and mode's benchmark>")
     parser.add_argument(
         "--dry-run", action="store_true", help="list the sample and run the static checks; no GPU"
     )
