@@ -161,3 +161,20 @@ def test_the_real_candidate_bench_takes_cuda_l1_as_one_more_set(h100: Path, tmp_
     assert main([*base, "--mode", "kernelbench"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "kernelbench-runs" in err[0]
+
+
+def test_a_pass_over_cuda_l1_results_gives_the_class_tables_not_the_label_agreement(h100: Path):
+    from bench_real_cuda import CUDA_L1_SOURCE, _row, summarize_pass
+
+    from maxcode.evaluate.result import EvalResult, Status, Timing
+
+    by_key = {c.key: c for c in load_cuda_l1(h100)}
+    timed = EvalResult(Status.OK, timing=Timing("cuda_events", "ms", 1.0, 1.5))
+    caught = EvalResult(Status.REJECTED, "stored output", figures={"failed_check": "result_reuse"})
+    rows = [_row(by_key["L1/T5"], timed, 1.0), _row(by_key["L1/T2"], caught, 2.0)]
+    summary = {"pass": "cold", "rows": rows}
+    summarize_pass(summary, CUDA_L1_SOURCE)
+    assert "agreement" not in summary
+    assert summary["by_class"]["custom kernel"]["our_median_speedup"] == 1.5
+    assert summary["by_class"]["custom kernel"]["their_median_speedup"] == 1.5  # its score
+    assert summary["by_class"]["stored output"]["checks"] == {"result_reuse": 1}
