@@ -16,29 +16,51 @@ candidates, against torch's own ``load_inline`` in the same run:
   beside ours on the same generated candidates: verdict agreement and the ratio of speedups,
   each row printed as KernelBench finishes it; ``--budget-s`` stops KernelBench's evaluations
   before a time limit.
+* ``processes``: several ``maxcode eval cuda`` processes sharing one GPU against one at a
+  time. Each candidate file (positional arguments) gets its own ``maxcode eval cuda --json``
+  process against ``--task``: first ``--processes`` at once (a pool, the next candidate
+  starting as one ends), then one process at a time. Both passes share one build cache
+  (``--cache-dir``; one with the candidates built already saves the compile time) and each
+  measures the task's reference afresh. Prints per candidate the verdict and speedup of both
+  passes and their ratio, and whether every verdict is the same.
+* ``parallel-rand``: KernelBench's correctness inputs made on the CPU, torch's serial
+  generator against the same values made in threads (``maxcode.evaluate.cuda.parallel_rand``,
+  ``--threads``), on the ``--count`` level-1 problems of ``--kernelbench-dir`` (default: the
+  copy the public runs used under ``$KB``, else upstream) whose one trial of inputs is largest
+  and at most ``--max-gb``. A trial is made as KernelBench makes it (``torch.manual_seed;
+  get_inputs()``); the values must be bit for bit the serial ones and the generator must end
+  in the same state (checked: a difference exits 1). Runs on the CPU alone.
 
 Each section writes its own benchmark (``cuda-throughput``, ``cuda-reference-baselines``,
-``cuda-vs-kernelbench``; several at once: ``cuda-eval``).
+``cuda-vs-kernelbench``, ``cuda-eval-processes``, ``cuda-parallel-rand``; several at once:
+``cuda-eval``).
+
+    python3 benchmarks/bench_cuda_eval.py --section processes --task TASK.py --cache-dir DIR A.py B.py
+    python3 benchmarks/bench_cuda_eval.py --section parallel-rand --count 4 --threads 2,4,8
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from cuda_candidates import VARIANTS, benchmark_set
 from kernelbench_harness import precompile, verdict_in_fresh_process
+from public_candidates import problem_copy
 from result_json import add_json_argument, headline, json_path, write_result
 
 from maxcode.evaluate.cache import CachedEvaluator, EvalCache
@@ -361,7 +383,180 @@ def _compare_row(label: str, ours, kb: dict) -> dict:
     }
 
 
-def main() -> None:
+def _eval_process(candidate: Path, task: Path, cache_dir: Path, tf32: str) -> dict[str, Any]:
+    """One ``maxcode eval cuda`` process: its verdict, speedup and wall seconds."""
+    t0 = time.monotonic()
+    argv = [sys.executable, "-m", "maxcode", "eval", "cuda", str(candidate), "--task", str(task)]
+    proc = subprocess.run(
+        [*argv, "--cache-dir", str(cache_dir), "--tf32", tf32, "--json"],
+        capture_output=True,
+        text=True,
+    )
+    seconds = round(time.monotonic() - t0, 2)
+    try:
+        record = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {
+            "status": f"exit {proc.returncode}",
+            "reason": proc.stderr[-300:],
+            "seconds": seconds,
+        }
+    figures = record.get("figures", {})
+    print(f"  {candidate.stem}: {record['status']} in {seconds} s", flush=True)
+    return {
+        "status": record["status"],
+        "failed_check": record.get("failed_check"),
+        "reason": record["reason"][:300],
+        "speedup": record.get("speedup_vs_eager"),
+        "paused_seconds": figures.get("paused_seconds"),
+        "tf32": figures.get("tf32"),
+        "seconds": seconds,
+    }
+
+
+def _processes_pass(args: argparse.Namespace, cache_dir: Path, processes: int) -> list[dict]:
+    shutil.rmtree(cache_dir / "references", ignore_errors=True)  # each pass times it afresh
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(processes) as pool:
+        rows = list(
+            pool.map(lambda c: _eval_process(c, args.task, cache_dir, args.tf32), args.candidates)
+        )
+    print(f"{processes} process(es) at a time: {time.monotonic() - t0:.1f} s", flush=True)
+    return rows
+
+
+def section_processes(args: argparse.Namespace, cache_dir: Path) -> dict:
+    """``--processes`` evaluator processes side by side on one GPU, then one at a time."""
+    print(f"\n== processes: {args.processes} side by side vs one at a time ==")
+    # side by side first: that pass also fills the build cache, so neither pass times a build
+    shared = _processes_pass(args, cache_dir, args.processes)
+    solo = _processes_pass(args, cache_dir, 1)
+    print(f"tf32: {args.tf32}; task {args.task.name}; {args.processes} processes side by side")
+    print(f"{'candidate':18s} {'alone':28s} {'side by side':28s} speedup ratio")
+    same, ratios = 0, []
+    for path, a, b in zip(args.candidates, solo, shared, strict=True):
+        va = f"{a['status']} {a.get('failed_check') or ''}".strip()
+        vb = f"{b['status']} {b.get('failed_check') or ''}".strip()
+        same += va == vb
+        ratio = b["speedup"] / a["speedup"] if a.get("speedup") and b.get("speedup") else None
+        if ratio is not None:
+            ratios.append(ratio)
+        sa, sb = (f"{r['speedup']:.3f}x" if r.get("speedup") else "" for r in (a, b))
+        shown = f"{ratio:.3f}" if ratio is not None else ""
+        print(f"{path.stem:18s} {va + ' ' + sa:28s} {vb + ' ' + sb:28s} {shown}")
+    worst = max((abs(r - 1) for r in ratios), default=0.0)
+    print(
+        f"same verdict: {same}/{len(solo)}; speedup side by side / alone: {len(ratios)} correct, "
+        f"largest difference {100 * worst:.1f}%"
+    )
+    names = [c.stem for c in args.candidates]
+    return {
+        "task": str(args.task),
+        "tf32": args.tf32,
+        "processes": args.processes,
+        "alone": dict(zip(names, solo, strict=True)),
+        "side_by_side": dict(zip(names, shared, strict=True)),
+        "same_verdicts": same,
+        "largest_speedup_difference": round(worst, 4),
+    }
+
+
+TRIAL_SEED = 1234
+
+
+def _largest_problems(folder: Path, count: int, max_bytes: int) -> list[tuple[Path, int]]:
+    """The ``count`` problems whose one trial of inputs is largest, none above ``max_bytes``."""
+    from maxcode.evaluate.cuda.loader import load_module
+    from maxcode.evaluate.cuda.trial_inputs import input_bytes
+
+    sized = []
+    for path in sorted(folder.glob("*.py")):
+        module = load_module(path, f"kb_{path.stem}")
+        nbytes = input_bytes(module.get_inputs)
+        if nbytes is not None and nbytes <= max_bytes:
+            sized.append((path, nbytes))
+    sized.sort(key=lambda item: -item[1])
+    return sized[:count]
+
+
+def _make_trial(get_inputs, threads: int | None) -> tuple[float, list, Any]:
+    """One trial as KernelBench makes it, serially (``threads`` None) or in threads."""
+    import torch
+
+    from maxcode.evaluate.cuda.parallel_rand import ParallelCpuRand
+
+    torch.manual_seed(TRIAL_SEED)
+    start = time.perf_counter()
+    if threads is None:
+        inputs = list(get_inputs())
+    else:
+        with ParallelCpuRand(threads):
+            inputs = list(get_inputs())
+    return time.perf_counter() - start, inputs, torch.get_rng_state()
+
+
+def _same_values(a: list, b: list) -> bool:
+    import torch
+
+    return len(a) == len(b) and all(
+        torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+def section_parallel_rand(args: argparse.Namespace, folder: Path) -> dict:
+    """Serial against threaded input generation on the problems with the largest inputs."""
+    import torch
+
+    from maxcode.evaluate.cuda.loader import load_module
+    from maxcode.evaluate.cuda.parallel_rand import agrees_with_torch
+
+    print(f"\n== parallel-rand: KernelBench's CPU inputs, serial vs threads ({folder}) ==")
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    torch.set_num_threads(1)  # KernelBench's generator is serial whatever this says
+    print(
+        f"torch {torch.__version__}, {os.cpu_count()} cores, capability "
+        f"{torch.backends.cpu.get_cpu_capability()}; self-check: {agrees_with_torch()}"
+    )
+    rows = []
+    for path, nbytes in _largest_problems(folder, args.count, int(args.max_gb * 2**30)):
+        module = load_module(path, f"kb_{path.stem}")
+        serial_s, serial, serial_state = [], None, None
+        for _ in range(args.repeat):
+            seconds, serial, serial_state = _make_trial(module.get_inputs, None)
+            serial_s.append(seconds)
+        row = {"problem": path.name, "gb": nbytes / 2**30, "serial_s": statistics.median(serial_s)}
+        for threads in thread_counts:
+            times = []
+            for _ in range(args.repeat):
+                seconds, made, state = _make_trial(module.get_inputs, threads)
+                if not (_same_values(serial, made) and torch.equal(state, serial_state)):
+                    print(f"{path.name}: {threads} threads made other values: a defect")
+                    raise SystemExit(1)
+                times.append(seconds)
+                del made
+                gc.collect()
+            row[f"threads_{threads}_s"] = statistics.median(times)
+        del serial
+        gc.collect()
+        rows.append(row)
+        cells = "  ".join(
+            f"{t} threads {row[f'threads_{t}_s']:.2f} s ({row['serial_s'] / row[f'threads_{t}_s']:.1f}x)"
+            for t in thread_counts
+        )
+        print(f"{path.name:45s} {row['gb']:5.2f} GB  serial {row['serial_s']:.2f} s  {cells}")
+    if not rows:
+        raise InputError(
+            f"--kernelbench-dir: no problem in {folder} has inputs of at most {args.max_gb} GB"
+        )
+    return {"threads": thread_counts, "rows": rows}
+
+
+class InputError(ValueError):
+    """A flag or file the run cannot use; the message names it and the fix."""
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -378,7 +573,8 @@ def main() -> None:
     parser.add_argument(
         "--kernelbench-dir",
         type=Path,
-        help="a KernelBench checkout's KernelBench/ folder (level1/, level2/)",
+        help="a KernelBench checkout's KernelBench/ folder (level1/, level2/); parallel-rand: "
+        "default the copy the public runs used under $KB, else $KB/KernelBench",
     )
     parser.add_argument(
         "--timing-dir", type=Path, help="KernelBench's published timings (results/timing/)"
@@ -401,9 +597,54 @@ def main() -> None:
         default=float("inf"),
         help="kernelbench: stop KernelBench's evaluations after this many seconds of the section",
     )
-    args = parser.parse_args()
+    parser.add_argument("candidates", type=Path, nargs="*", help="processes: candidate .py files")
+    parser.add_argument("--task", type=Path, help="processes: the problem .py they solve")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="processes: the build cache they share (default: under --work)",
+    )
+    parser.add_argument("--processes", type=int, default=4, help="processes: how many side by side")
+    parser.add_argument(
+        "--tf32",
+        default="torch-default",
+        choices=("torch-default", "off"),
+        help="processes: maxcode eval cuda's --tf32",
+    )
+    parser.add_argument(
+        "--count", type=int, default=4, help="parallel-rand: problems with the largest inputs"
+    )
+    parser.add_argument(
+        "--max-gb", type=float, default=9.0, help="parallel-rand: largest trial considered"
+    )
+    parser.add_argument(
+        "--threads", default="2,4,8", help="parallel-rand: thread counts, comma-separated"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=2, help="parallel-rand: runs of each variant (median)"
+    )
+    args = parser.parse_args(argv)
     if "kernelbench" in args.section and args.kb_src is None:
         parser.error("--section kernelbench needs --kb-src (a KernelBench checkout's src/)")
+    rand_dir = (args.kernelbench_dir or problem_copy(Path(os.environ.get("KB", ".kb")))) / "level1"
+    try:
+        if "processes" in args.section:
+            if args.task is None or not args.candidates:
+                raise InputError("--section processes needs --task TASK.py and candidate files")
+            for path in [args.task, *args.candidates]:
+                if not path.is_file():
+                    raise InputError(f"{path}: no such file")
+        if "parallel-rand" in args.section and not rand_dir.is_dir():
+            raise InputError(
+                f"--kernelbench-dir: {rand_dir} is not a folder of KernelBench problems (set $KB)"
+            )
+        return run_sections(args, rand_dir)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def run_sections(args: argparse.Namespace, rand_dir: Path) -> int:
     benchmark = SECTIONS[args.section[0]] if len(set(args.section)) == 1 else "cuda-eval"
     args.json = json_path(args.json, benchmark)
     work = args.work or Path(tempfile.mkdtemp(prefix="maxcode-bench-"))
@@ -427,16 +668,23 @@ def main() -> None:
         elif section == "kernelbench":
             out["kernelbench"] = {}
             section_kernelbench(args, work / "kernelbench", out["kernelbench"], save)
+        elif section == "processes":
+            out["processes"] = section_processes(args, args.cache_dir or work / "processes-cache")
+        elif section == "parallel-rand":
+            out["parallel_rand"] = section_parallel_rand(args, rand_dir)
     save()
     print("wrote", args.json)
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 SECTIONS = {
     "throughput": "cuda-throughput",
     "baselines": "cuda-reference-baselines",
     "kernelbench": "cuda-vs-kernelbench",
+    "processes": "cuda-eval-processes",
+    "parallel-rand": "cuda-parallel-rand",
 }
 
 
@@ -470,8 +718,31 @@ def _headlines(out: dict) -> list[dict]:
                     "median speedup ratio ours / KernelBench", round(statistics.median(ratios), 3)
                 )
             )
+    if "processes" in out:
+        p = out["processes"]
+        headlines += [
+            headline(
+                f"same verdicts, {p['processes']} processes vs one at a time",
+                f"{p['same_verdicts']}/{len(p['alone'])}",
+            ),
+            headline(
+                "largest speedup difference, side by side / alone",
+                round(100 * p["largest_speedup_difference"], 2),
+                "%",
+            ),
+        ]
+    if "parallel_rand" in out:
+        top = max(out["parallel_rand"]["threads"])
+        headlines += [
+            headline(
+                f"{r['problem']}, {top} threads vs serial",
+                round(r["serial_s"] / r[f"threads_{top}_s"], 1),
+                "x",
+            )
+            for r in out["parallel_rand"]["rows"]
+        ]
     return headlines
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

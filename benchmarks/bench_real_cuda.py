@@ -1,22 +1,39 @@
-"""Real LLM-written KernelBench candidates through CudaEvaluator: throughput and agreement with KernelBench.
+"""Public candidate sets through CudaEvaluator: throughput, and agreement with the published labels.
 
-The candidates are one-shot generations for KernelBench levels 1 and 2 with the verdicts
-KernelBench's own harness gave them (``$KB/runs/<run>/``, A100-40GB labels; see
-``public_candidates.py``), a deterministic stratified sample of ``-n`` of them. Modes:
+Two sets (``--source``, both read by ``public_candidates.py``):
+
+* ``kernelbench-runs`` (default): one-shot LLM generations for KernelBench levels 1 and 2 with
+  the verdicts KernelBench's own harness gave them (``$KB/runs/<run>/``, A100-40GB labels), a
+  deterministic stratified sample of ``-n`` of them (default 64).
+* ``cuda-l1``: CUDA-L1's published H100 set (``--h100``; ``--variant``: its ``custom_code``
+  or one of its baselines) with its reported speedups, ``-n`` of them spread over the static
+  technique classes (CUDA graphs, stored output, TF32, cudnn.benchmark, custom kernel, lower
+  precision, torch.compile, torch rewrite; default: all). Instead of the agreement table, each
+  pass prints per primary class and per technique the candidates' count, our verdicts, the
+  check ids that rejected them, and our median speedup beside CUDA-L1's reported one.
+  ``--with-kernel`` keeps the candidates (of either set) that define
+  a kernel of their own, so the dynamic checks decide them.
+
+Modes:
 
 * ``ours`` (default): the sample through ``CudaEvaluator.evaluate_items`` in ``--passes``
   over one build cache: ``cold`` (fresh), ``warm`` (rebuilds nothing; re-run and re-timed on
   the GPU), ``warm2`` (``--twice`` runs all three). Prints candidates/min, first-result latency,
   seconds per stage (from each result's figures), peak GPU memory per candidate, the
-  agreement table against the labels with each disagreement's cause and evidence, and the
-  median run-to-run speedup difference between two passes over the same candidates.
-* ``kernelbench``: KernelBench's own ``eval_kernel_against_ref`` (``--kb-src``, default
-  ``$KB/src``) on the first ``--kb-n`` candidates of the same sample, as its scripts run it
-  (parallel pre-compile, then one candidate after another in a fresh process): its
+  agreement table against the labels with each disagreement's cause and evidence (CUDA-L1:
+  the per-class tables), and the median run-to-run speedup difference between two passes
+  over the same candidates.
+* ``kernelbench`` (``kernelbench-runs``): KernelBench's own ``eval_kernel_against_ref``
+  (``--kb-src``, default ``$KB/src``) on the first ``--kb-n`` candidates of the same sample,
+  as its scripts run it (parallel pre-compile, then one candidate after another in a fresh
+  process): its
   per-candidate seconds and its verdicts on this GPU, the peer figure for throughput and a
   same-GPU label.
 * ``--dry-run``: list the sample, load every problem and run our static checks (no GPU).
 * ``--merge A.json B.json ...``: one report over parts of a sample run with ``--skip``.
+
+Results: ``cuda-real-candidates`` (ours), ``cuda-real-candidates-kernelbench`` (kernelbench),
+``cuda-l1`` (``--source cuda-l1``).
 
 Both modes first print the host (CPU model, cores, load, and the speed of torch's serial CPU
 generator, which the large level-1 inputs are made with): the throughput follows the host's
@@ -51,16 +68,24 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from public_candidates import (
     CAUSES,
+    CLASSES,
+    CUDA_L1_VARIANTS,
     DOCUMENTED,
     VERDICTS,
     CorpusError,
+    CudaL1Candidate,
     RealCandidate,
     agrees,
+    defines_a_kernel,
     disagreement_cause,
     first_line,
+    load_cuda_l1,
     load_runs,
+    primary_class,
     same_gpu_cause,
+    spread_over_classes,
     stratified_sample,
+    techniques,
 )
 from result_json import add_json_argument, headline, json_path, write_result
 
@@ -75,6 +100,18 @@ RUNS = (
     "qwencoder_level2_run",
 )
 PASSES = ("cold", "warm", "warm2")
+RUNS_SOURCE, CUDA_L1_SOURCE = "kernelbench-runs", "cuda-l1"
+SOURCE_DEFAULTS = {
+    RUNS_SOURCE: {"n": 64, "levels": [1, 2], "passes": ["cold", "warm"]},
+    CUDA_L1_SOURCE: {"n": 0, "levels": [1, 2, 3], "passes": ["cold"]},
+}
+"""Per set: sample size (0: all), levels, passes."""
+BENCHMARKS = {
+    (RUNS_SOURCE, "ours"): "cuda-real-candidates",
+    (RUNS_SOURCE, "kernelbench"): "cuda-real-candidates-kernelbench",
+    (CUDA_L1_SOURCE, "ours"): "cuda-l1",
+}
+Candidate = RealCandidate | CudaL1Candidate
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
@@ -164,7 +201,7 @@ def peak_gpu_memory_mb(result: EvalResult) -> float | None:
 
 def run_pass(
     name: str,
-    sample: list[RealCandidate],
+    sample: list[Candidate],
     config: CudaEvalConfig,
     cache: Path,
     save: Callable[[dict[str, Any]], None],
@@ -213,22 +250,42 @@ def run_pass(
     return summary
 
 
-def _row(c: RealCandidate, r: EvalResult, arrival: float) -> dict[str, Any]:
+def published(c: Candidate) -> dict[str, Any]:
+    """What the set says of a candidate: KernelBench's label, or CUDA-L1's classes and score."""
+    if isinstance(c, CudaL1Candidate):
+        return {
+            "candidate": c.key,
+            "class": primary_class(c.source),
+            "techniques": techniques(c.source),
+            "score": c.score,
+        }
+    return {"candidate": c.key, "label": c.label.verdict, "hardware": c.label.hardware}
+
+
+def _label_fields(c: RealCandidate, r: EvalResult) -> dict[str, Any]:
     agree = agrees(c.label.verdict, r.status.value)
     return {
-        "candidate": c.key,
         "problem": c.problem_file.name,
         "problem_differs_from_upstream": c.differs_from_upstream,
         "label": c.label.verdict,
         "label_error": c.label.error,
         "label_hardware": c.label.hardware,
         "label_runtime_ms": c.label.runtime_ms,
-        "ours": r.status.value,
-        "reason": first_line(r.reason),
         "agree": agree,
         "cause": None
         if agree
         else disagreement_cause(c.problem_file.read_text(), c.label, r.status.value, r.reason),
+    }
+
+
+def _row(c: Candidate, r: EvalResult, arrival: float) -> dict[str, Any]:
+    if isinstance(c, CudaL1Candidate):
+        row = published(c)
+    else:
+        row = {"candidate": c.key, **_label_fields(c, r)}
+    return row | {
+        "ours": r.status.value,
+        "reason": first_line(r.reason),
         "speedup": r.speedup,
         "stage_seconds": stage_seconds(r),
         "peak_gpu_memory_mb": peak_gpu_memory_mb(r),
@@ -343,11 +400,59 @@ def run_to_run(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def mode_ours(args: argparse.Namespace, sample: list[RealCandidate], report: dict) -> None:
+def per_class_table(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Per CUDA-L1 class (``key``: 'class' or 'techniques'): count, verdicts, check ids, median
+    speedups, ours and CUDA-L1's reported ones."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        names = row[key] if isinstance(row[key], list) else [row[key]]
+        for name in names or ["torch rewrite"]:
+            groups[name].append(row)
+    table = {}
+    for name in CLASSES:
+        members = groups.get(name, [])
+        if not members:
+            continue
+        ours = [r["speedup"] for r in members if r.get("speedup")]
+        theirs = [r["score"] for r in members if r.get("speedup") and r["score"]]
+        table[name] = {
+            "n": len(members),
+            "verdicts": dict(Counter(r.get("ours", "not run") for r in members)),
+            "checks": dict(Counter(r["failed_check"] for r in members if r.get("failed_check"))),
+            "our_median_speedup": round(statistics.median(ours), 3) if ours else None,
+            "their_median_speedup": round(statistics.median(theirs), 3) if theirs else None,
+        }
+    return table
+
+
+def print_class_tables(rows: list[dict[str, Any]], into: dict[str, Any]) -> None:
+    """The per-class and per-technique tables of CUDA-L1 rows, printed and kept in ``into``."""
+    into["by_class"] = per_class_table(rows, "class")
+    into["by_technique"] = per_class_table(rows, "techniques")
+    for title, key in (
+        ("per primary class (a candidate counts once):", "by_class"),
+        ("per technique (a candidate counts under each technique it uses):", "by_technique"),
+    ):
+        print(f"\n{title}")
+        print(
+            f"  {'class':18s} {'n':>4s}  {'ours / theirs (median speedup)':32s} verdicts; rejecting checks"
+        )
+        for name, t in into[key].items():
+            ours = "n/a" if t["our_median_speedup"] is None else f"{t['our_median_speedup']:.2f}x"
+            theirs = (
+                "n/a" if t["their_median_speedup"] is None else f"{t['their_median_speedup']:.2f}x"
+            )
+            verdicts = ", ".join(f"{v} {n}" for v, n in sorted(t["verdicts"].items()))
+            checks = ", ".join(f"{c} {n}" for c, n in sorted(t["checks"].items())) or "-"
+            print(f"  {name:18s} {t['n']:4d}  {ours:>9s} / {theirs:<20s} {verdicts}; {checks}")
+
+
+def mode_ours(args: argparse.Namespace, sample: list[Candidate], report: dict) -> None:
     config = CudaEvalConfig.from_dict(parse_overrides(args.set), origin="--set")
     report["config"] = config.to_dict()
     args.work.mkdir(parents=True, exist_ok=True)
-    cache = Path(tempfile.mkdtemp(prefix="cache-", dir=args.work))  # fresh: a cold build cache
+    # fresh unless given: a cold build cache
+    cache = args.cache or Path(tempfile.mkdtemp(prefix="cache-", dir=args.work))
     report["passes"] = []
     for name in args.passes:
         report["passes"].append({"pass": name})
@@ -364,13 +469,13 @@ def mode_ours(args: argparse.Namespace, sample: list[RealCandidate], report: dic
             correct = {r["candidate"] for r in cold.get("rows", []) if r["ours"] == "ok"}
             timed = [c for c in sample if c.key in correct]
         summary = run_pass(name, timed, config, cache, save)
-        summarize_pass(summary)
+        summarize_pass(summary, args.source)
         save(summary)
     report["run_to_run"] = compare_passes(report["passes"])
     _write(args.json, report)
 
 
-def summarize_pass(summary: dict[str, Any]) -> None:
+def summarize_pass(summary: dict[str, Any], source: str) -> None:
     levels = Counter(r.get("sandbox") or "n/a (static verdict)" for r in summary["rows"])
     print(f"\nsandbox level of the results ({summary['pass']}):")
     for level, n in levels.most_common():
@@ -400,7 +505,10 @@ def summarize_pass(summary: dict[str, Any]) -> None:
             f"{o['large_inputs_wait_s']:.0f} s of it waiting for CPU-made inputs "
             f"({o['large_made_ahead']} of them had their inputs made ahead)"
         )
-    summary["agreement"] = print_agreement(summary)
+    if source == CUDA_L1_SOURCE:
+        print_class_tables(summary["rows"], summary)
+    else:
+        summary["agreement"] = print_agreement(summary)
 
 
 def compare_passes(passes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -412,6 +520,7 @@ def mode_merge(paths: list[Path], report: dict) -> None:
     """Several parts of one sample (``--skip``) as one: their rows per pass, summed wall times."""
     parts = [json.loads(p.read_text()) for p in paths]
     parts = [p.get("data", p) for p in parts]  # result files, or bare ones from before result_json
+    report["source"] = parts[0].get("source", RUNS_SOURCE)
     names = [p["pass"] for p in parts[0].get("passes", [])]
     merged = []
     for i, name in enumerate(names):
@@ -429,7 +538,7 @@ def mode_merge(paths: list[Path], report: dict) -> None:
             f"{name}: {len(rows)} candidates in {len(parts)} parts, {wall:.1f} s of evaluation = "
             f"{_fmt(summary['candidates_per_min'], ' per min', 2)} (parts run one after another, each with its own evaluator)"
         )
-        summarize_pass(summary)
+        summarize_pass(summary, report["source"])
         merged.append(summary)
     report["passes"] = merged
     report["run_to_run"] = compare_passes(merged)
@@ -584,23 +693,25 @@ def _kb_verdict_or_crash(kb_src: str, reference: str, source: str, build_dir: st
         }
 
 
-def mode_dry_run(sample: list[RealCandidate], report: dict) -> None:
+def mode_dry_run(sample: list[Candidate], report: dict) -> None:
     """Load every problem and apply our static checks: what can be known without a GPU."""
     from maxcode.evaluate.cuda.checks import static_findings
 
-    for c in sample:
+    for c, entry in zip(sample, report["sample"], strict=True):
         task = c.task()
         try:
             findings = [f.check_id for f in static_findings(c.source, reference_is_fp32=True)]
         except (SyntaxError, ValueError) as err:
             findings = [f"not Python: {err}"]
-        print(
-            f"  {c.key:34s} {task.task_id:18s} label {c.label.verdict:13s} static {findings or '-'}"
+        said = (
+            f"label {entry['label']:13s}"
+            if "label" in entry
+            else f"class {entry['class']:16s} score {entry['score']}"
         )
+        print(f"  {c.key:34s} {task.task_id:18s} {said} static {findings or '-'}")
+    if report["source"] == CUDA_L1_SOURCE:
+        print_class_tables(report["sample"], report)
     report["dry_run"] = True
-
-
-BENCHMARKS = {"ours": "cuda-real-candidates", "kernelbench": "cuda-real-candidates-kernelbench"}
 
 
 def _headlines(report: dict) -> list[dict]:
@@ -626,10 +737,14 @@ def _headlines(report: dict) -> list[dict]:
     return out
 
 
+def benchmark_of(report: dict) -> str:
+    return BENCHMARKS[report.get("source", RUNS_SOURCE), report.get("mode", "ours")]
+
+
 def _write(path: Path | None, report: dict) -> None:
     """Rewritten as the run grows, so a run cut short keeps what it measured."""
     if path is not None:
-        write_result(BENCHMARKS[report.get("mode", "ours")], report, _headlines(report), path)
+        write_result(benchmark_of(report), report, _headlines(report), path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -637,30 +752,47 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument(
+        "--source", choices=list(SOURCE_DEFAULTS), default=RUNS_SOURCE, help="the candidate set"
+    )
     parser.add_argument("--mode", choices=("ours", "kernelbench"), default="ours")
     parser.add_argument(
         "--runs-dir",
         type=Path,
         default=kb / "runs",
-        help="folder of KernelBench run folders (default $KB/runs)",
+        help="kernelbench-runs: folder of KernelBench run folders (default $KB/runs)",
     )
-    parser.add_argument("--runs", nargs="+", default=list(RUNS))
+    parser.add_argument("--runs", nargs="+", default=list(RUNS), help="kernelbench-runs")
     parser.add_argument(
         "--problems",
         type=Path,
         default=kb / "technoabsurdist" / "KernelBench",
-        help="the problem copy the runs used",
+        help="kernelbench-runs: the problem copy the runs used",
     )
     parser.add_argument(
         "--upstream",
         type=Path,
         default=kb / "KernelBench",
-        help="upstream KernelBench problems, to say which differ",
+        help="kernelbench-runs: upstream KernelBench problems, to say which differ",
+    )
+    parser.add_argument(
+        "--h100",
+        type=Path,
+        default=kb / "cuda-l1" / "optimized_cuda_code" / "h100.json",
+        help="cuda-l1: CUDA-L1's set (default $KB/cuda-l1/optimized_cuda_code/h100.json)",
+    )
+    parser.add_argument(
+        "--variant", choices=CUDA_L1_VARIANTS, default="custom_code", help="cuda-l1: which code"
     )
     parser.add_argument(
         "--kb-src", type=Path, default=kb / "src", help="KernelBench's src/ (mode kernelbench)"
     )
-    parser.add_argument("-n", type=int, default=64, help="candidates in the sample")
+    parser.add_argument(
+        "-n",
+        type=int,
+        default=None,
+        help="candidates in the sample, 0 = all (default: 64 of kernelbench-runs, all of cuda-l1)",
+    )
     parser.add_argument(
         "--skip",
         type=int,
@@ -682,8 +814,19 @@ def main(argv: list[str] | None = None) -> int:
         metavar="CANDIDATE",
         help="evaluate only these candidates of the sample (keys as printed, e.g. qwen3_level1_run/L1/P49): the run-to-run spread of a chosen part",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--with-kernel",
+        action="store_true",
+        help="only candidates that define a kernel of their own (pass the static no_custom_kernel check), so the dynamic checks decide them",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="kernelbench-runs: the sample's seed")
+    parser.add_argument(
+        "--levels",
+        type=int,
+        nargs="+",
+        default=None,
+        help="default: 1 2 of kernelbench-runs, 1 2 3 of cuda-l1",
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="CudaEvalConfig override"
     )
@@ -691,8 +834,9 @@ def main(argv: list[str] | None = None) -> int:
         "--passes",
         nargs="+",
         choices=PASSES,
-        default=["cold", "warm"],
-        help="passes in order over one build cache: cold (fresh), warm, warm2",
+        default=None,
+        help="passes in order over one build cache: cold (fresh), warm, warm2 "
+        "(default: cold warm of kernelbench-runs, cold of cuda-l1)",
     )
     parser.add_argument(
         "--warm-timed-only",
@@ -718,13 +862,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--work", type=Path, default=Path(tempfile.gettempdir()) / "maxcode-real-cuda"
     )
-    add_json_argument(parser, "cuda-real-candidates")
+    parser.add_argument(
+        "--cache", type=Path, help="build cache to start from (default: a fresh one under --work)"
+    )
+    add_json_argument(parser, "<source and mode's benchmark>")
     parser.add_argument(
         "--dry-run", action="store_true", help="list the sample and run the static checks; no GPU"
     )
     args = parser.parse_args(argv)
-    if not args.dry_run:  # a dry run measures nothing: it writes only where --json says
-        args.json = json_path(args.json, BENCHMARKS[args.mode])
+    for name, default in SOURCE_DEFAULTS[args.source].items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     if args.twice:
         args.passes = list(PASSES)
     if args.merge:
@@ -737,27 +885,22 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        _write(args.json, report)
+        _write(json_path(args.json, benchmark_of(report)), report)
         return 0
+    report = {"argv": sys.argv, "source": args.source, "mode": args.mode}
+    if not args.dry_run:  # a dry run measures nothing: it writes only where --json says
+        args.json = json_path(args.json, benchmark_of(report))
     try:
-        if args.n < 1 or args.kb_n < 1 or args.skip < 0:
-            raise CorpusError("-n and --kb-n must be >= 1 and --skip >= 0")
-        upstream = args.upstream if args.upstream.is_dir() else None
-        if not args.problems.is_dir():
-            raise CorpusError(
-                f"--problems {args.problems}: no such folder; point it (or $KB) at the KernelBench copy the runs used"
-            )
-        corpus = load_runs(args.runs_dir, args.runs, args.problems, upstream)
-        sample = stratified_sample(corpus, args.n + args.skip, args.seed, tuple(args.levels))[
-            args.skip :
-        ]
-        if args.only:
-            unknown = sorted(set(args.only) - {c.key for c in sample})
-            if unknown:
+        if args.n < 0 or args.kb_n < 1 or args.skip < 0:
+            raise CorpusError("-n must be >= 0, --kb-n >= 1 and --skip >= 0")
+        if args.source == CUDA_L1_SOURCE:
+            if args.mode != "ours":
                 raise CorpusError(
-                    f"--only: not in the sample: {', '.join(unknown)}; give keys the sample lists (see --dry-run)"
+                    "--mode kernelbench: KernelBench's harness runs on --source kernelbench-runs only"
                 )
-            sample = [c for c in sample if c.key in set(args.only)]
+            sample = load_cuda_l1_sample(args, report)
+        else:
+            sample = load_runs_sample(args, report)
         if args.mode == "kernelbench" and not (args.kb_src / "kernelbench" / "eval.py").is_file():
             raise CorpusError(
                 f"--kb-src {args.kb_src}: no kernelbench/eval.py; point it at KernelBench's src/ folder"
@@ -769,16 +912,50 @@ def main(argv: list[str] | None = None) -> int:
     except (CorpusError, ValueError, TypeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    report["sample"] = [published(c) for c in sample]
+    if args.dry_run:
+        mode_dry_run(sample, report)
+        _write(args.json, report)
+        return 0
+    report["host"] = describe_host()
+    print("host: " + ", ".join(f"{k} {v}" for k, v in report["host"].items()))
+    if args.mode == "ours":
+        mode_ours(args, sample, report)
+    else:
+        mode_kernelbench(args, sample, report)
+    _write(args.json, report)
+    return 0
+
+
+def _sampled(pool: list, args: argparse.Namespace, pick) -> list:
+    """``-n`` of ``pool`` (0: all) after the first ``--skip``, chosen by ``pick(pool, count)``;
+    of those, the ``--only`` ones."""
+    if args.with_kernel:
+        pool = [c for c in pool if defines_a_kernel(c.source)]
+    sample = pick(pool, (args.n or len(pool)) + args.skip)[args.skip :]
+    if args.only:
+        unknown = sorted(set(args.only) - {c.key for c in sample})
+        if unknown:
+            raise CorpusError(
+                f"--only: not in the sample: {', '.join(unknown)}; give keys the sample lists (see --dry-run)"
+            )
+        sample = [c for c in sample if c.key in set(args.only)]
+    return sample
+
+
+def load_runs_sample(args: argparse.Namespace, report: dict) -> list[RealCandidate]:
+    """The stratified sample of the KernelBench runs; prints and records what it was drawn from."""
+    upstream = args.upstream if args.upstream.is_dir() else None
+    if not args.problems.is_dir():
+        raise CorpusError(
+            f"--problems {args.problems}: no such folder; point it (or $KB) at the KernelBench copy the runs used"
+        )
+    corpus = load_runs(args.runs_dir, args.runs, args.problems, upstream)
+    sample = _sampled(
+        corpus, args, lambda pool, n: stratified_sample(pool, n, args.seed, tuple(args.levels))
+    )
     differing = sorted({c.problem_file.name for c in sample if c.differs_from_upstream})
-    report = {
-        "argv": sys.argv,
-        "mode": args.mode,
-        "sample": [
-            {"candidate": c.key, "label": c.label.verdict, "hardware": c.label.hardware}
-            for c in sample
-        ],
-        "problems_differing_from_upstream": differing,
-    }
+    report["problems_differing_from_upstream"] = differing
     print(
         f"{len(sample)} candidates of {len(corpus)} (runs {', '.join(args.runs)}; labels: "
         + ", ".join(f"{v} {n}" for v, n in Counter(c.label.verdict for c in sample).items())
@@ -792,18 +969,19 @@ def main(argv: list[str] | None = None) -> int:
             else f"{len(differing)} of the sample's problems differ: {', '.join(differing) or 'none'}"
         )
     )
-    if args.dry_run:
-        mode_dry_run(sample, report)
-        _write(args.json, report)
-        return 0
-    report["host"] = describe_host()
-    print("host: " + ", ".join(f"{k} {v}" for k, v in report["host"].items()))
-    if args.mode == "ours":
-        mode_ours(args, sample, report)
-    else:
-        mode_kernelbench(args, sample, report)
-    _write(args.json, report)
-    return 0
+    return sample
+
+
+def load_cuda_l1_sample(args: argparse.Namespace, report: dict) -> list[CudaL1Candidate]:
+    """``-n`` of CUDA-L1's candidates spread over the technique classes."""
+    pool = load_cuda_l1(args.h100, args.variant, tuple(args.levels))
+    sample = _sampled(pool, args, spread_over_classes)
+    report["variant"] = args.variant
+    print(
+        f"{len(sample)} CUDA-L1 candidates of {len(pool)} ({args.variant}, levels {args.levels}): "
+        + ", ".join(f"{k} {n}" for k, n in Counter(primary_class(c.source) for c in sample).items())
+    )
+    return sample
 
 
 def describe_host() -> dict[str, Any]:

@@ -21,7 +21,8 @@ upstream KernelBench copy (``--upstream``) so a table can say which problems dif
 read as a stream of JSON values, so an object split over several lines, or several objects on
 one line, reads the same. Most of its "kernels" are not kernels: ``techniques`` and
 ``primary_class`` name what a candidate does, found from its source before it runs; the
-evaluator's verdict then says what we make of each.
+evaluator's verdict then says what we make of each. ``spread_over_classes`` samples the set
+across those classes.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from maxcode.errors import CorpusFormatError
+from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.runs.agreement import (
     CAUSES,
     DOCUMENTED,
@@ -440,3 +442,32 @@ def techniques(source: str) -> list[str]:
 def primary_class(source: str) -> str:
     found = techniques(source)
     return found[0] if found else "torch rewrite"
+
+
+CLASSES = (*PRIMARY_ORDER, "torch rewrite")
+"""Every primary class, in the order tables print them."""
+
+
+def defines_a_kernel(source: str) -> bool:
+    """Whether the static ``no_custom_kernel`` check lets the candidate through."""
+    try:
+        findings = static_findings(source, reference_is_fp32=True)
+    except (SyntaxError, ValueError):
+        return False
+    return all(f.check_id != "no_custom_kernel" for f in findings)
+
+
+def spread_over_classes(cands: list[CudaL1Candidate], n: int) -> list[CudaL1Candidate]:
+    """At most ``n`` candidates (0: all), round-robin over primary classes in level/task order
+    within each, so any prefix of the result (a part run with ``--skip``, or what a run cut
+    short reached) covers the classes alike."""
+    by_class: dict[str, list[CudaL1Candidate]] = defaultdict(list)
+    for c in sorted(cands, key=lambda c: (c.level, c.task_id)):
+        by_class[primary_class(c.source)].append(c)
+    limit = n or len(cands)
+    picked: list[CudaL1Candidate] = []
+    while len(picked) < limit and any(by_class.values()):
+        for name in CLASSES:
+            if by_class.get(name) and len(picked) < limit:
+                picked.append(by_class[name].pop(0))
+    return picked

@@ -2,8 +2,10 @@
 
 Reads every ``benchmarks/results/<benchmark>/*.json`` (written by ``result_json.write_result``
 or moved there with the same fields), keeps per benchmark and series the newest by ``date``,
-and writes one table row per headline figure. ``--check`` writes nothing and exits 1 when the
-page differs from what the JSONs give (the test suite runs it).
+and writes one table row per headline figure, then the command that reruns each (a result
+written by a script since merged into another CLI names the old script; ``RENAMED`` maps it to
+the CLI that runs it now). ``--check`` writes nothing and exits 1 when the page differs from
+what the JSONs give (the test suite runs it).
 
     python3 benchmarks/report.py [--results benchmarks/results] [--out docs/benchmarks.md] [--check]
 """
@@ -13,11 +15,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED = ("benchmark", "date", "commit", "hardware", "command", "headline")
+RENAMED = {
+    "compare_kernelbench.py": "bench_cuda_eval.py --section kernelbench",
+    "bench_eval_processes.py": "bench_cuda_eval.py --section processes",
+    "bench_parallel_rand.py": "bench_cuda_eval.py --section parallel-rand",
+    "bench_cuda_l1.py": "bench_real_cuda.py --source cuda-l1",
+    "bench_optimize_timing.py": "bench_optimize.py timing",
+    "bench_optimize_confirm.py": "bench_optimize.py confirm",
+}
+"""Scripts merged into another CLI (same options), and the CLI with the subcommand, section or
+source that runs the same measurement now."""
 
 
 class ResultFileError(ValueError):
@@ -51,6 +64,13 @@ def latest(records: list[dict]) -> list[dict]:
     return [newest[k] for k in sorted(newest)]
 
 
+def rerun_command(command: str) -> str:
+    """A result's command with a merged script's name replaced by the CLI that runs it now."""
+    for old, new in RENAMED.items():
+        command = re.sub(rf"\b{re.escape(old)}", new, command)
+    return command
+
+
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -77,6 +97,20 @@ def render(records: list[dict], out: Path) -> str:
                 f"| {_cell(name)} | {_cell(h['label'])} | {_cell(value)} | {r['date'][:10]} "
                 f"| {_cell(r['hardware'])} | [{r['_path'].name}]({link}){tag} |"
             )
+    lines += [
+        "",
+        "## Rerun",
+        "",
+        "The command of each result above, with the CLI that runs it now (a result written by a",
+        "script since merged into another names that script; see `RENAMED` in",
+        "`benchmarks/report.py`). Run from the repository root with `PYTHONPATH=src`.",
+        "",
+        "| benchmark | command |",
+        "|---|---|",
+    ]
+    for r in latest(records):
+        name = r["benchmark"] + (f" ({r['series']})" if r.get("series") else "")
+        lines.append(f"| {_cell(name)} | `{_cell(rerun_command(r['command']))}` |")
     return "\n".join(lines) + "\n"
 
 

@@ -49,7 +49,7 @@ step gpu-tests-rest 590 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider --
 step throughput 590 python3 benchmarks/bench_cuda_eval.py --section throughput --tasks $tasks \
   --sample 2 --work "$out/.work" --json "$out/throughput.json"
 hostile=tests/evaluate/cuda/hostile
-step eval-processes 590 python3 benchmarks/bench_eval_processes.py \
+step eval-processes 590 python3 benchmarks/bench_cuda_eval.py --section processes \
   --task src/maxcode/tasks/builtin_cuda/level1/1_Scaled_vector_add.py --cache-dir "$out/.work/processes" \
   $hostile/good.py $hostile/slow.py $hostile/late_reuse.py $hostile/racy.py --json "$out/eval_processes.json"
 step timing-spread 590 python3 benchmarks/bench_timing_spread.py --repeats 5 --json "$out/timing_spread.json"
@@ -75,7 +75,8 @@ if [ -d "$kb/runs" ]; then
     --ours-json "$out/real-cuda.json" --work "$out/.work/kb-harness" --json "$out/kernelbench-harness.json"
 fi
 if [ -f "$kb/cuda-l1/optimized_cuda_code/h100.json" ]; then
-  step cuda-l1 590 python3 benchmarks/bench_cuda_l1.py -n 24 --work "$out/.work/cuda-l1" --json "$out/cuda-l1.json"
+  step cuda-l1 590 python3 benchmarks/bench_real_cuda.py --source cuda-l1 -n 24 \
+    --work "$out/.work/cuda-l1" --json "$out/cuda-l1.json"
 fi
 if [ -n "${KB_PROBLEMS:-}" ] && [ -n "${KB_TIMING:-}" ]; then
   problems="level1/1_Square_matrix_multiplication_.py level1/19_ReLU.py level1/23_Softmax.py

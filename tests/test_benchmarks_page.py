@@ -1,6 +1,7 @@
 """docs/benchmarks.md is what benchmarks/report.py makes of benchmarks/results/."""
 
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -66,3 +67,27 @@ def test_a_written_result_carries_its_provenance_and_goes_on_the_page(tmp_path):
     out = tmp_path / "page.md"
     assert report.main(["--results", str(tmp_path / "r"), "--out", str(out)]) == 0
     assert "| b | speed | 2.5 x |" in out.read_text()
+
+
+def test_every_stored_result_reruns_with_a_cli_that_exists():
+    """A script merged into another CLI leaves results naming it: the page's rerun command
+    must name one that is there, so removing a script needs an entry in RENAMED."""
+    for old in report.RENAMED:
+        assert not (ROOT / "benchmarks" / old).exists(), f"{old} exists: drop it from RENAMED"
+    for path in (ROOT / "benchmarks" / "results").glob("*/*.json"):
+        command = report.rerun_command(json.loads(path.read_text())["command"])
+        for script in re.findall(r"benchmarks/(\w+\.(?:py|sh))", command):
+            assert (ROOT / "benchmarks" / script).is_file(), f"{path}: {command}"
+
+
+def test_a_merged_script_is_rerun_through_the_cli_that_took_it_over():
+    old = "python3 benchmarks/bench_eval_processes.py --task t.py --cache-dir c a.py b.py"
+    assert report.rerun_command(old) == (
+        "python3 benchmarks/bench_cuda_eval.py --section processes --task t.py --cache-dir c a.py b.py"
+    )
+    assert report.rerun_command("benchmarks/bench_optimize_confirm.py") == (
+        "benchmarks/bench_optimize.py confirm"
+    )
+    assert report.rerun_command("benchmarks/bench_real_cuda.py -n 64") == (
+        "benchmarks/bench_real_cuda.py -n 64"
+    )

@@ -6,12 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from bench_cuda_l1 import main, per_class_table, spread
+from bench_real_cuda import main, per_class_table
 from public_candidates import (
     CorpusError,
     load_cuda_l1,
     primary_class,
     read_cuda_l1_rows,
+    spread_over_classes,
     techniques,
 )
 
@@ -77,7 +78,7 @@ def test_bad_input_names_the_file_and_place(tmp_path: Path, h100: Path):
         read_cuda_l1_rows(broken)
     with pytest.raises(CorpusError, match="variant 'x'"):
         load_cuda_l1(h100, "x")
-    assert main(["--h100", str(tmp_path / "missing.json"), "--dry-run"]) == 2
+    assert main(["--source", "cuda-l1", "--h100", str(tmp_path / "missing.json"), "--dry-run"]) == 2
 
 
 def test_techniques_and_primary_class():
@@ -94,8 +95,9 @@ def test_techniques_and_primary_class():
 
 def test_spread_and_per_class_table(h100: Path):
     cands = load_cuda_l1(h100)
-    picked = spread(cands, 5)
+    picked = spread_over_classes(cands, 5)
     assert len({primary_class(c.source) for c in picked}) == 5
+    assert len(spread_over_classes(cands, 0)) == len(cands)
     rows = [
         {
             "class": "custom kernel",
@@ -133,3 +135,46 @@ def test_spread_and_per_class_table(h100: Path):
         "their_median_speedup": None,
     }
     assert per_class_table(rows, "techniques")["custom kernel"]["n"] == 3
+
+
+def test_the_real_candidate_bench_takes_cuda_l1_as_one_more_set(h100: Path, tmp_path: Path, capsys):
+    out = tmp_path / "l1.json"
+    base = ["--source", "cuda-l1", "--h100", str(h100), "--dry-run", "--json", str(out)]
+
+    def sample(*extra: str) -> list[dict]:
+        assert main([*base, *extra]) == 0
+        written = json.loads(out.read_text())
+        assert written["benchmark"] == "cuda-l1" and written["data"]["variant"] == "custom_code"
+        return written["data"]["sample"]
+
+    everything = sample()  # default: every candidate of levels 1-3
+    assert len(everything) == 7
+    first, rest = sample("-n", "3"), sample("-n", "3", "--skip", "3")
+    assert len({row["class"] for row in first}) == 3  # spread over the classes
+    assert first + rest == everything[:6]  # parts run with --skip continue the same order
+    by_class = json.loads(out.read_text())["data"]["by_class"]
+    assert sum(t["n"] for t in by_class.values()) == 3
+    assert all(t["verdicts"] == {"not run": t["n"]} for t in by_class.values())
+    kernels = sample("--with-kernel")
+    assert kernels and {row["class"] for row in kernels} <= {"cudnn.benchmark", "custom kernel"}
+    capsys.readouterr()
+    assert main([*base, "--mode", "kernelbench"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "kernelbench-runs" in err[0]
+
+
+def test_a_pass_over_cuda_l1_results_gives_the_class_tables_not_the_label_agreement(h100: Path):
+    from bench_real_cuda import CUDA_L1_SOURCE, _row, summarize_pass
+
+    from maxcode.evaluate.result import EvalResult, Status, Timing
+
+    by_key = {c.key: c for c in load_cuda_l1(h100)}
+    timed = EvalResult(Status.OK, timing=Timing("cuda_events", "ms", 1.0, 1.5))
+    caught = EvalResult(Status.REJECTED, "stored output", figures={"failed_check": "result_reuse"})
+    rows = [_row(by_key["L1/T5"], timed, 1.0), _row(by_key["L1/T2"], caught, 2.0)]
+    summary = {"pass": "cold", "rows": rows}
+    summarize_pass(summary, CUDA_L1_SOURCE)
+    assert "agreement" not in summary
+    assert summary["by_class"]["custom kernel"]["our_median_speedup"] == 1.5
+    assert summary["by_class"]["custom kernel"]["their_median_speedup"] == 1.5  # its score
+    assert summary["by_class"]["stored output"]["checks"] == {"result_reuse": 1}
