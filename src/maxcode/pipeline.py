@@ -27,7 +27,6 @@ from maxcode.params import (
     TablesParams,
     load_suite,
 )
-from maxcode.r2g.corpus_ranking import corpus_rerank_summary
 from maxcode.r2g.dataset import split_tasks
 from maxcode.r2g.reranker import load_reranker
 from maxcode.records import atomic_write_json, provenance
@@ -521,6 +520,8 @@ def make_tables(
     }
     ranked = json.loads(Path(ranking).read_text()) if ranking else {}
     if "kinds" in ranked:  # the corpus ranking (replay): the kind the reranked methods use
+        from maxcode.r2g.corpus_ranking import corpus_rerank_summary  # scipy, as above
+
         ranked = corpus_rerank_summary(ranked, (params or {})["r2g"]["kind"])
     metrics = next(Path(p) for p in outputs if p.endswith("metrics.json"))
     write_all(
