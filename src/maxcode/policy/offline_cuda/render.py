@@ -200,7 +200,12 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 trans_a=ex["trans_a"],
                 trans_b=ex["trans_b"],
             )
-            cuda_parts.append(env.get_template("gemm.cu.j2").render(ctx))
+            if p.get("tf32x3"):
+                if "#include <mma.h>" not in cuda_parts:
+                    cuda_parts.insert(3, "#include <mma.h>")
+                cuda_parts.append(env.get_template("gemm_3xtf32.cu.j2").render(ctx))
+            else:
+                cuda_parts.append(env.get_template("gemm.cu.j2").render(ctx))
             for operand in (ex["a"], ex["b"]):
                 if operand not in host_tensors:
                     host_tensors.append(operand)

@@ -1,0 +1,123 @@
+"""GEMM on tensor cores at FP32 accuracy (3xTF32 split precision) as a choice of the search:
+the arithmetic emulated on the CPU against KernelBench's tolerance, the parameter the search
+moves (and the compute-bound critique favours), static checks and nvcc."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from maxcode.evaluate.cuda.checks import static_findings
+from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
+from maxcode.policy.offline_cuda.render import render
+from maxcode.tasks.builtin_cuda import load_builtin_cuda
+
+TOLERANCE = 1e-4  # KernelBench's atol = rtol for float32
+
+
+def tf32(x: torch.Tensor, rounding: str) -> torch.Tensor:
+    """``x`` with 10 explicit mantissa bits: the low 13 bits masked (truncation), or rounded to
+    nearest with ties away from zero (as cvt.rna.tf32.f32 on the GPU)."""
+    bits = x.contiguous().view(torch.int32)
+    if rounding == "nearest":
+        bits = bits + 0x1000
+    return (bits & ~0x1FFF).view(torch.float32)
+
+
+def three_tf32(a: torch.Tensor, b: torch.Tensor, rounding: str) -> torch.Tensor:
+    """The template's sum a_lo b_hi + a_hi b_lo + a_hi b_hi. Products of TF32 values are exact
+    in FP32 and the sums are taken in float64 here: what is measured is the split's own error;
+    the kernel's FP32 accumulation adds the rounding every FP32 GEMM has (measured below)."""
+    a_hi, b_hi = tf32(a, rounding), tf32(b, rounding)
+    a_lo, b_lo = tf32(a - a_hi, rounding), tf32(b - b_hi, rounding)
+    terms = [(a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi)]
+    return sum(x.double() @ y.double() for x, y in terms)
+
+
+# (M, K, N) of KernelBench-like GEMMs (level 1 square / tall matmuls, level 2 Linear layers)
+# with randn inputs, scaled to run on two CPU cores in about a second; K kept large.
+SHAPES = [(256, 4096, 256), (128, 8192, 512), (512, 1024, 512)]
+
+
+@pytest.mark.parametrize("rounding", ["truncate", "nearest"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_three_tf32_stays_within_tolerance_where_plain_tf32_does_not(shape, rounding):
+    m, k, n = shape
+    gen = torch.Generator().manual_seed(m + k + n)
+    a = torch.randn(m, k, generator=gen)
+    b = torch.randn(k, n, generator=gen)
+    reference = a @ b  # FP32, as the reference model computes it
+    split = three_tf32(a, b, rounding)
+    plain = tf32(a, rounding).double() @ tf32(b, rounding).double()
+    assert torch.allclose(split.float(), reference, atol=TOLERANCE, rtol=TOLERANCE)
+    assert not torch.allclose(plain.float(), reference, atol=TOLERANCE, rtol=TOLERANCE)
+    exact = a.double() @ b.double()
+    fp32_error = (reference.double() - exact).abs().max()
+    # the split's error is of the order of FP32's own rounding, TF32's is 1000 times larger
+    assert (split - exact).abs().max() < 2 * fp32_error
+    assert (plain - exact).abs().max() > 100 * fp32_error
+
+
+@pytest.fixture(scope="module")
+def gemm_plans():
+    policy = OfflineCudaPolicy()
+    plans = {}
+    for task in load_builtin_cuda():
+        plan = policy.analyze(task.reference_source).plan
+        if plan is not None and plan.family == "gemm":
+            plans[task.metadata["file_name"]] = plan
+    return plans
+
+
+def test_the_tensor_core_gemm_is_one_move_from_the_default_and_answers_compute(gemm_plans):
+    stage = gemm_plans["1_Linear_ReLU_BiasAdd.py"].stages[0]
+    base = space.default(stage)
+    assert base["tf32x3"] == 0  # the FP32 template first: the measured reward decides
+    tensor_cores = {**base, "tf32x3": 1}
+    moves = [p for p, keys in space.neighbours(stage, base) if keys == ["tf32x3"]]
+    assert moves == [tensor_cores]
+    assert space.cue_weight(stage, base, tensor_cores, {"compute"}) == 1.0
+    assert space.cue_weight(stage, base, tensor_cores, {"latency"}) == 0.0
+    configs = [c for c in space.all_configs(stage) if c["tf32x3"]]
+    # register tiles do not apply to the tensor-core kernel: one configuration per tile shape
+    assert len(configs) == len({(c["bm"], c["bn"], c["bk"]) for c in configs}) > 4
+
+
+def test_tensor_core_candidates_launch_their_own_kernel_and_leave_torch_settings_alone(gemm_plans):
+    for plan in gemm_plans.values():
+        params = [space.default(s) for s in plan.stages]
+        params[0]["tf32x3"] = 1
+        rendered = render(plan, params, "offline-cuda/1")
+        assert "mma_sync" in rendered.cuda and "__float_to_tf32" in rendered.cuda
+        assert static_findings(rendered.source) == []
+        assert "allow_tf32" not in rendered.source and "set_float32_matmul" not in rendered.source
+
+
+@pytest.mark.slow
+def test_tensor_core_gemms_compile_with_nvcc(gemm_plans, tmp_path: Path):
+    """Every built-in GEMM task (plain, batched, transposed B, with a softmax after it) with
+    3xTF32, in one nvcc run for the project's target architecture."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    units = ["#include <cuda_runtime.h>", "#include <cstdint>", "#include <cmath>"]
+    units.append("#include <mma.h>")
+    for i, (name, plan) in enumerate(sorted(gemm_plans.items())):
+        params = [space.default(s) for s in plan.stages]
+        params[0].update(tf32x3=1, bm=128 if i % 2 else 64, bk=8 * (1 + i % 2))
+        cuda = render(plan, params, "offline-cuda/1").cuda
+        body = "\n".join(x for x in cuda.splitlines() if not x.startswith("#include"))
+        units.append(f"namespace unit{i} {{  // {name}\n{body}\n}}")
+    (tmp_path / "k.cu").write_text("\n".join(units))
+    proc = subprocess.run(
+        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
