@@ -176,9 +176,14 @@ class Plan:
     scalars: list[str]  # Python expressions of kernel scalars s0, s1, ...
     graph: OpGraph
     inputs: list[str]  # ModelNew.forward parameter names
+    # Fusion boundaries of the partial lowering: name -> fused (one kernel) or split (two).
+    boundaries: dict[str, bool] = field(default_factory=dict)
 
     def describe(self) -> str:
-        return f"{self.family} ({' + '.join(s.family for s in self.stages)})"
+        split = sorted(b for b, fused in self.boundaries.items() if not fused)
+        return f"{self.family} ({' + '.join(s.family for s in self.stages)})" + (
+            f" split at {', '.join(split)}" if split else ""
+        )
 
 
 def _check_dtypes(graph: OpGraph) -> None:
@@ -322,7 +327,9 @@ def reduction_stage(
     full_shape = src.shape
     dim = red.attrs.get("dim", len(full_shape) - 1)
     last = red.attrs.get("dim_end", dim)  # a contiguous range of dims [dim, last] is reduced
-    if red.kind == "layer_norm":
+    # GroupNorm / InstanceNorm: rows of the (N * groups, C / groups * S) view, read in place.
+    groups = int(red.attrs.get("groups", 1))
+    if red.kind == "layer_norm" and groups == 1:
         dim = len(full_shape) - 1
     out_node = graph.nodes[output]
     reduced_out = out_node.shape != full_shape
@@ -346,15 +353,17 @@ def reduction_stage(
             continue
         if node.shape == full_shape:
             leaves[name] = add_tensor(name, "full")
+        elif _broadcast_block(node.shape, full_shape):
+            # e.g. a per-channel scale or BatchNorm's statistics, indexed from the flat offset
+            leaves[name] = add_tensor(name, "block")
+            tensors[-1].block = broadcast_role(node.shape, full_shape, name)[1]
         elif node.shape == red.shape and red.kind in REDUCTIONS:
             raise UnsupportedOp(
                 f"unsupported by the offline policy: '{name}' of the reduced shape is combined with the "
                 "reduction's result; the template reads only full-shape tensors"
             )
         elif math.prod(node.shape) == 1:
-            raise UnsupportedOp(
-                f"unsupported by the offline policy: one-element tensor '{name}' in a reduction"
-            )
+            leaves[name] = add_tensor(name, "scalar")
         else:
             raise UnsupportedOp(
                 f"unsupported by the offline policy: '{name}' of shape {node.shape} broadcasts into a "
@@ -408,9 +417,9 @@ def reduction_stage(
             raise UnsupportedOp(
                 f"unsupported by the offline policy: full-shape '{bad[0]}' combined after the reduction '{red.name}'"
             )
-    if red.kind == "layer_norm":
+    if red.kind == "layer_norm" and groups == 1:
         last = dim
-    outer = math.prod(full_shape[:dim])
+    outer = math.prod(full_shape[:dim]) * groups
     inner = math.prod(full_shape[last + 1 :])
     keep = tuple(1 if dim <= i <= last else s for i, s in enumerate(full_shape))
     if reduced_out and out_node.shape not in (keep, full_shape[:dim] + full_shape[last + 1 :]):
@@ -439,9 +448,20 @@ def reduction_stage(
             "pre": pre.lines,
             "v": v,
             "eps": scalars.use(float(red.attrs["eps"])) if red.kind == "layer_norm" else None,
-            "sizes": (outer, math.prod(full_shape[dim : last + 1]), inner),
+            "sizes": (outer, math.prod(full_shape[dim : last + 1]) // groups, inner),
+            "groups": groups,
         },
     )
+
+
+def _broadcast_block(shape: tuple[int, ...], full: tuple[int, ...]) -> bool:
+    """A tensor that broadcasts to ``full`` over one run of dims (read at ``(off / inner) % mid``)."""
+    if shape == full or math.prod(shape) <= 1:
+        return False
+    try:
+        return broadcast_role(shape, full, "")[0] == "block"
+    except UnsupportedOp:
+        return False
 
 
 def _axis_var(tensors: list[TensorArg], operand: object) -> str | None:

@@ -181,7 +181,10 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             template = "reduction_split.cu.j2" if split else "reduction.cu.j2"
             cuda_parts.append(env.get_template(template).render(ctx))
             ref = next(v for t, v in zip(stage.tensors, tvars, strict=True) if t.role == "full")
+            blocks = [i for i, t in enumerate(stage.tensors) if t.role == "block"]
+            bargs = [f"{x}{si}_{i}" for i in blocks for x in _block_args(i, False, bare=True)]
             host.update(
+                groups=ex.get("groups", 1),
                 ref=ref,
                 dim=ex["dim"],
                 dim_end=ex["dim_end"],
@@ -189,7 +192,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 keepdim=ex["keepdim"],
                 split=split,
                 decl=f"{kparams}, float* out, {'float* work, ' if split else ''}long outer, int R, long inner",
-                call=", ".join(call_ptrs + sargs),
+                call=", ".join(call_ptrs + bargs + sargs),
             )
         else:
             ex = stage.extra
