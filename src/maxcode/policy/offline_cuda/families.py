@@ -329,8 +329,8 @@ def reduction_stage(
     last = red.attrs.get("dim_end", dim)  # a contiguous range of dims [dim, last] is reduced
     # GroupNorm / InstanceNorm: rows of the (N * groups, C / groups * S) view, read in place.
     groups = int(red.attrs.get("groups", 1))
-    if red.kind == "layer_norm" and groups == 1:
-        dim = len(full_shape) - 1
+    if red.kind == "layer_norm" and "dim_end" not in red.attrs:  # nn.LayerNorm(last dim)
+        dim = last = len(full_shape) - 1
     out_node = graph.nodes[output]
     reduced_out = out_node.shape != full_shape
     tensors: list[TensorArg] = []
@@ -373,7 +373,7 @@ def reduction_stage(
         for operand in red.args[1:]:
             if isinstance(operand, Ref):
                 node = graph.nodes[operand.name]
-                if node.shape != (full_shape[-1],):
+                if node.shape != (math.prod(full_shape[dim : last + 1]),):
                     raise UnsupportedOp(
                         f"unsupported by the offline policy: LayerNorm affine '{operand.name}' of shape {node.shape}"
                     )
@@ -417,8 +417,6 @@ def reduction_stage(
             raise UnsupportedOp(
                 f"unsupported by the offline policy: full-shape '{bad[0]}' combined after the reduction '{red.name}'"
             )
-    if red.kind == "layer_norm" and groups == 1:
-        last = dim
     outer = math.prod(full_shape[:dim]) * groups
     inner = math.prod(full_shape[last + 1 :])
     keep = tuple(1 if dim <= i <= last else s for i, s in enumerate(full_shape))

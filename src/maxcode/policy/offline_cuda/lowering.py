@@ -492,19 +492,14 @@ class _Builder:
         return True
 
     def op_layer_norm(self, node, shape, dtype):
+        """Rows of the normalized trailing dims, read in place (no view), the affine flattened
+        to one value per row position; the elementwise chain after it can be its epilogue."""
         x = self.ref(node.args[0]).name
         args = list(node.args) + [None] * 4
         normalized = [int(s) for s in args[1]]
         eps = args[4] if args[4] is not None else 1e-5
         count = math.prod(normalized)
         full = self.nodes[x].shape
-        rows = self.lib(
-            self.fresh(f"{node.name}_rows"),
-            f"@0@.reshape({{-1, {count}}})",
-            [x],
-            (math.prod(full) // max(count, 1), count),
-            "view",
-        )
         affine = []
         for operand in (args[2], args[3]):
             if operand is None:
@@ -518,19 +513,18 @@ class _Builder:
                 "view",
             )
             affine.append(Ref(flat))
-        normed = self.fresh(f"{node.name}_norm")
+        attrs = {"dim": len(full) - len(normalized), "dim_end": len(full) - 1, "eps": float(eps)}
         self.add(
             OpNode(
-                normed,
+                node.name,
                 "layer_norm",
-                (Ref(rows), *affine),
-                {"dim": 1, "eps": float(eps)},
-                (math.prod(full) // max(count, 1), count),
+                (Ref(x), *affine),
+                attrs,
+                full,
                 "float32",
-                "aten.layer_norm",
+                origin="aten.layer_norm",
             )
         )
-        self.lib(node.name, "@0@.view(@1@.sizes())", [normed, x], full, "view")
         return True
 
     def op_batch_norm(self, node, shape, dtype):
