@@ -129,7 +129,9 @@ def test_the_search_takes_the_tensor_core_gemm_only_when_enabled(gemm_plans):
         t for t in load_builtin_cuda() if t.metadata["file_name"] == "1_Linear_ReLU_BiasAdd.py"
     )
     compute = "Correct, 1.10x faster than the reference; compute bound (91% of peak FLOP/s)."
-    latency = "Correct, 1.10x faster than the reference; latency or launch bound: neither is near peak."
+    latency = (
+        "Correct, 1.10x faster than the reference; latency or launch bound: neither is near peak."
+    )
 
     def tensor_core_share(policy: OfflineCudaPolicy, critique: str) -> float:
         first = policy.propose(_observe(task), 2, random.Random(0))
@@ -170,3 +172,57 @@ def test_tensor_core_gemms_compile_with_nvcc(gemm_plans, tmp_path: Path):
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _has_gpu() -> bool:
+    from maxcode.evaluate.cuda.figures import detect_cuda_arch
+
+    return shutil.which("nvidia-smi") is not None and bool(detect_cuda_arch())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU")
+@pytest.mark.parametrize(
+    "file_name",
+    [
+        "8_Square_matmul.py",
+        "9_Batched_matmul.py",
+        "1_Linear_ReLU_BiasAdd.py",
+        "5_Matmul_Scale_Softmax.py",
+    ],
+)
+def test_tensor_core_gemm_matches_the_fp32_reference_on_a_gpu(
+    gemm_plans, file_name, tmp_path: Path, monkeypatch
+):
+    """Built and run directly (the evaluator's static check refuses TF32 code before running
+    it): each built-in GEMM task with 3xTF32 against the FP32 reference at atol = rtol = 1e-4,
+    with torch's TF32 switches left at their defaults (off)."""
+    import importlib.util
+
+    from maxcode.policy.offline_cuda.graph import load_problem
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    assert not torch.backends.cuda.matmul.allow_tf32
+    task = next(t for t in load_builtin_cuda() if t.metadata["file_name"] == file_name)
+    plan = gemm_plans[file_name]
+    params = [space.default(s) for s in plan.stages]
+    params[0]["tf32x3"] = 1
+    (tmp_path / "candidate.py").write_text(render(plan, params, "offline-cuda/1").source)
+    spec = importlib.util.spec_from_file_location("candidate", tmp_path / "candidate.py")
+    candidate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(candidate)
+    problem = load_problem(task.reference_source, file_name)
+    init = problem.get_init_inputs()
+    torch.manual_seed(0)
+    reference = problem.Model(*init).cuda()
+    torch.manual_seed(0)
+    new = candidate.ModelNew(*init).cuda()
+    for trial in range(3):
+        torch.manual_seed(trial)
+        inputs = [x.cuda() for x in problem.get_inputs()]
+        with torch.no_grad():
+            expected, got = reference(*inputs), new(*inputs)
+        assert torch.allclose(got, expected, atol=TOLERANCE, rtol=TOLERANCE), (
+            (got - expected).abs().max().item()
+        )
+    assert not torch.backends.cuda.matmul.allow_tf32

@@ -103,6 +103,13 @@ class OfflineCudaPolicy:
         default=0.25,
         metadata={"help": "relative weight of moves that change two parameters at once"},
     )
+    boundary_weight: float = field(
+        default=8.0,
+        metadata={
+            "help": "sampling weight of a move that fuses or splits at a fusion boundary (a "
+            "one-parameter move weighs 1), times preferred_weight per cue it follows"
+        },
+    )
     name: str = field(
         default="offline-cuda/1", metadata={"help": "recorded in every rollout record"}
     )
@@ -126,6 +133,10 @@ class OfflineCudaPolicy:
         if self.preferred_weight < 1.0:
             raise ValueError(
                 f"OfflineCudaPolicy.preferred_weight={self.preferred_weight}: must be >= 1 (1 ignores the critique)"
+            )
+        if self.boundary_weight <= 0.0:
+            raise ValueError(
+                f"OfflineCudaPolicy.boundary_weight={self.boundary_weight}: must be > 0"
             )
         if not 0.0 < self.two_param_weight <= 1.0:
             raise ValueError(
@@ -214,7 +225,9 @@ class OfflineCudaPolicy:
             cues = (len(focus & {"memory", "latency"}) if fuse else int("compute" in focus)) + int(
                 flipped in hot
             )
-            moves.append((vi, config, [flipped], self.preferred_weight**cues))
+            moves.append(
+                (vi, config, [flipped], self.boundary_weight * self.preferred_weight**cues)
+            )
         # Weighted sampling without replacement (Efraimidis-Spirakis keys), seeded.
         moves.sort(key=lambda m: rng.random() ** (1.0 / m[3]), reverse=True)
         for vi, config, changed, _ in moves:
@@ -335,8 +348,11 @@ def _carry(plan: Plan, config: Config, other: Plan) -> Config:
     ]
 
 
-# Kernel names the templates give each stage: ew3_vector, red5_rows, stats1_stats, ...
-_STAGE_KERNEL = re.compile(r"^(?:ew|red|gemm|stats|scan)(\d+)_")
+# Kernel names the templates give each stage (ew3_vector, red5_rows<true>, stats1_stats, ...),
+# as the profiler prints them ("void red5_rows<true>(float const*, ...)").
+_STAGE_KERNEL = re.compile(
+    r"\b(?:ew|red|gemm|stats|scan)(\d+)_(?:vector|scalar|rows|cols|partials|finish|gemm|stats)\b"
+)
 
 
 def _hot_boundaries(plan: Plan, attempt: Attempt | None) -> set[str]:
@@ -347,7 +363,7 @@ def _hot_boundaries(plan: Plan, attempt: Attempt | None) -> set[str]:
     if not rows or not isinstance(rows[0], dict):
         return set()
     top = max(rows, key=lambda r: float(r.get("time_us") or 0.0))
-    match = _STAGE_KERNEL.match(str(top.get("function", "")))
+    match = _STAGE_KERNEL.search(str(top.get("function", "")))
     if match is None or int(match.group(1)) >= len(plan.stages):
         return set()
     return set(plan.stages[int(match.group(1))].extra.get("boundaries", ()))
