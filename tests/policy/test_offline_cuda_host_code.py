@@ -72,6 +72,16 @@ PROBLEMS = {
         "        return torch.relu(self.norm(self.conv(x)))",
         "torch.randn(2, 4, 4, 4, 4)",
     ),
+    # BatchNorm's statistics and a one-element scale read per channel inside the softmax
+    # (broadcast and scalar operands of a reduction), LayerNorm's epilogue in its kernel
+    "batchnorm_softmax_layernorm": problem(
+        "        self.bn = nn.BatchNorm1d(32)\n"
+        "        self.scale = nn.Parameter(torch.ones(1))\n"
+        "        self.ln = nn.LayerNorm(32)",
+        "        x = torch.softmax(self.scale * self.bn(x), dim=1)\n"
+        "        return torch.tanh(self.ln(x)) * 2.0",
+        "torch.randn(8, 32)",
+    ),
     # a factory with a dtype: the tensor options carry it
     "factory_dtype": problem(
         "        pass",
