@@ -4,11 +4,13 @@ It reads the reference ``Model`` as an op graph and lowers it in up to two ways
 (variants): all in templates (fused elementwise, reduction with prologue/epilogue,
 GEMM with epilogue), and partial lowering (``lowering.py``: convolutions, GEMMs and
 other ops without a template as ATen library calls from the host code, the chains
-around them as fused kernels). The search tunes the templates' parameters: the first
-step proposes each variant's default (so the measured reward chooses, e.g., between
-the custom GEMM and cuBLAS with a fused epilogue); later ones change one or two
-parameters of the best correct configuration so far (else the first default),
-preferring moves that answer the latest critique's diagnosis; parameter values that
+around them as fused kernels), plus the partial lowering with each fusion boundary
+split in turn. The search tunes the templates' parameters: the first step proposes the
+default of each variant whose boundaries are all fused (so the measured reward chooses,
+e.g., between the custom GEMM and cuBLAS with a fused epilogue); later ones change one or
+two parameters of the best correct configuration so far (else the first default), or
+fuse or split at one fusion boundary, preferring moves that answer the latest critique's
+diagnosis and the kernel profile's heaviest stage; parameter values that
 came with a failure (and never with a success) are not used again, and no
 configuration is proposed twice. Tasks that neither variant covers get "unsupported"
 proposals naming the blocking op.
