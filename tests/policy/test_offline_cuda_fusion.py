@@ -86,17 +86,26 @@ PROBLEMS = {
         "torch.randn(2, channels, 8, width)",
     ),
 }
-# The boundary each problem offers, and its kernels (stages that are not library calls) fused
-# (the first proposal) and split.
+# The boundaries each problem offers, its kernels (stages that are not library calls) fused
+# (the first proposal), and its kernels with each boundary split in turn.
 EXPECTED = {
-    "gemm_groupnorm_leakyrelu_sum": ("epilogue:", ["reduction"], ["reduction", "elementwise"]),
-    "gemm_batchnorm_scale_softmax": (
-        "prologue:",
-        ["stats", "reduction"],
-        ["stats", "elementwise", "reduction"],
-    ),
-    "conv_avgpool_sigmoid_sum": ("prologue:", ["reduction"], ["elementwise", "reduction"]),
-    "conv_layernorm_gelu_scale": ("epilogue:", ["reduction"], ["reduction", "elementwise"]),
+    "gemm_groupnorm_leakyrelu_sum": {
+        None: ["reduction"],
+        "epilogue:group_norm_norm__1": ["reduction", "elementwise"],
+    },
+    "gemm_batchnorm_scale_softmax": {
+        None: ["stats", "reduction"],
+        "prologue:softmax": ["stats", "elementwise", "reduction"],
+    },
+    "conv_avgpool_sigmoid_sum": {  # pooling, sigmoid and sum: one kernel
+        None: ["reduction"],
+        "pool:avg_pool2d": ["reduction"],  # the pooling a library call again
+        "prologue:sum_1": ["elementwise", "reduction"],  # (the pooling then too)
+    },
+    "conv_layernorm_gelu_scale": {
+        None: ["reduction"],
+        "epilogue:layer_norm": ["reduction", "elementwise"],
+    },
 }
 
 
@@ -123,27 +132,106 @@ def task_for(name: str) -> Task:
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_the_fused_plan_comes_first_and_each_boundary_splits_into_two_kernels(policy, name):
-    prefix, fused_kernels, split_kernels = EXPECTED[name]
     analysis = policy.analyze(PROBLEMS[name], f"{name}.py")
-    fused, split = analysis.variants[-2:]
-    (boundary,) = fused.boundaries
-    assert boundary.startswith(prefix)
-    assert fused.boundaries == {boundary: True} and split.boundaries == {boundary: False}
-    assert kernels(fused) == fused_kernels
-    assert kernels(split) == split_kernels
-    for plan in (fused, split):
+    fused = next(p for p in analysis.variants if p.boundaries)
+    assert all(fused.boundaries.values())
+    expected = EXPECTED[name]
+    assert sorted(fused.boundaries) == sorted(b for b in expected if b)
+    assert kernels(fused) == expected[None]
+    splits = analysis.variants[analysis.variants.index(fused) + 1 :]
+    assert len(splits) == len(fused.boundaries)
+    for plan in splits:
+        (split,) = [b for b, on in plan.boundaries.items() if not on]
+        assert kernels(plan) == expected[split]
+    for plan in (fused, *splits):
         rendered = render(plan, [space.default(s) for s in plan.stages], policy.name)
         assert static_findings(rendered.source) == []  # each candidate launches its own kernels
 
 
+def test_the_pooling_is_read_window_by_window_inside_the_reduction(policy):
+    fused = policy.analyze(PROBLEMS["conv_avgpool_sigmoid_sum"]).variants[0]
+    assert [s.family for s in fused.stages] == ["library", "reduction"]  # conv, then one kernel
+    (pooled,) = fused.stages[1].tensors
+    assert pooled.role == "pool" and pooled.shape == (4, 8, 16, 16)  # the conv's output
+    assert pooled.pool == {"op": "avg", "kernel": (2, 2), "stride": (2, 2)}
+    rendered = render(fused, [space.default(s) for s in fused.stages], policy.name)
+    assert "red1_window0(" in rendered.cuda and "avg_pool2d" not in rendered.cpp
+
+
 def test_group_norm_epilogue_reads_the_affine_per_channel_in_place(policy):
-    fused = policy.analyze(PROBLEMS["gemm_groupnorm_leakyrelu_sum"]).variants[-2]
+    fused = policy.analyze(PROBLEMS["gemm_groupnorm_leakyrelu_sum"]).variants[0]
     (norm,) = [s for s in fused.stages if s.family == "reduction"]
     assert norm.extra["groups"] == 8 and norm.extra["sizes"] == (32 * 8, 128 // 8, 1)
     assert [t.role for t in norm.tensors] == ["full", "block", "block"]  # x, weight, bias
     assert any("0.1" in line or "s" in line for line in norm.body)  # LeakyReLU in the epilogue
     cuda = render(fused, [space.default(s) for s in fused.stages], policy.name).cuda
     assert "% mid1]" in cuda and "% mid2]" in cuda  # channel = (offset / inner) % channels
+
+
+_WINDOW_HARNESS = r"""
+#include <cmath>
+#include <cstdio>
+#include <vector>
+#define __device__
+#define __forceinline__ inline
+#define __restrict__
+%(window)s
+int main() {
+    long lead, total;
+    long in[3], out[3];
+    std::scanf("%%ld %%ld", &lead, &total);
+    for (int d = 0; d < %(k)d; ++d) std::scanf("%%ld %%ld", &in[d], &out[d]);
+    std::vector<float> x(total);
+    for (auto& v : x) std::scanf("%%f", &v);
+    long count = lead;
+    for (int d = 0; d < %(k)d; ++d) count *= out[d];
+    for (long off = 0; off < count; ++off)
+        std::printf("%%.9g\n", t_window0(x.data(), off, %(sizes)s));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "op, kernel, stride, shape",
+    [
+        ("avg", (3,), (2,), (2, 3, 11)),
+        ("max", (2, 2), (2, 2), (2, 3, 8, 9)),
+        ("avg", (3, 2), (1, 2), (1, 2, 7, 6)),
+        ("max", (2, 2, 2), (2, 1, 2), (1, 2, 5, 4, 6)),
+        ("avg", (2, 3, 2), (2, 2, 2), (2, 1, 6, 7, 4)),
+    ],
+)
+def test_pooling_windows_match_torch_on_the_cpu(op, kernel, stride, shape, tmp_path: Path):
+    """The rendered window function, compiled as host C++, at every pooled offset of a
+    1-, 2- and 3-D pooling (stride equal to or unlike the kernel), against torch's pooling."""
+    import torch
+    import torch.nn.functional as F
+
+    from maxcode.policy.offline_cuda.render import _window
+
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    k = len(kernel)
+    window = _window("t", 0, {"op": op, "kernel": kernel, "stride": stride})
+    sizes = ", ".join([f"in[{d}]" for d in range(k)] + [f"out[{d}]" for d in range(k)])
+    (tmp_path / "w.cpp").write_text(_WINDOW_HARNESS % {"window": window, "k": k, "sizes": sizes})
+    build = subprocess.run(
+        [cxx, "-O1", "-o", "w", "w.cpp"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(len(shape)))
+    pool = getattr(F, f"{op}_pool{k}d")
+    expected = pool(x, kernel, stride)
+    lead = shape[0] * shape[1]
+    dims = " ".join(f"{i} {o}" for i, o in zip(shape[2:], expected.shape[2:], strict=True))
+    text = f"{lead} {x.numel()} {dims}\n" + "\n".join(repr(float(v)) for v in x.flatten())
+    run = subprocess.run(
+        [str(tmp_path / "w")], input=text, capture_output=True, text=True, check=True
+    )
+    got = torch.tensor([float(v) for v in run.stdout.split()]).view(expected.shape)
+    assert torch.allclose(got, expected, atol=1e-6, rtol=1e-6)
 
 
 def observe(task: Task, attempts: list[Attempt], critique: bool = True) -> Observation:
@@ -179,16 +267,17 @@ def boundary_moves(policy, task, base: Attempt, seeds: int = 24) -> int:
 def test_the_first_step_fuses_and_a_later_step_can_split(policy):
     task = task_for("conv_avgpool_sigmoid_sum")
     first = policy.propose(observe(task, []), 4, random.Random(0))
-    assert first[0].meta["changed"] == [] and first[0].meta["stages"][-1] == "reduction"
-    # the split plan is never a first-step default: only a move (with a name) reaches it
+    assert first[0].meta["changed"] == [] and first[0].meta["stages"] == ["library", "reduction"]
+    # the split plans are never first-step defaults: only a move (with a name) reaches them
     assert all(p.meta["changed"] for p in first[1:])
     nxt = [
         p
         for seed in range(8)
         for p in policy.propose(observe(task, [measured(first[0])]), 4, random.Random(seed))
     ]
-    split = [p for p in nxt if p.meta["changed"] == ["prologue:sum_1"]]
-    assert split and split[0].meta["stages"][-2:] == ["elementwise", "reduction"]
+    moved = {p.meta["changed"][0]: p.meta["stages"] for p in nxt}
+    assert moved["prologue:sum_1"] == ["library", "library", "elementwise", "reduction"]
+    assert moved["pool:avg_pool2d"] == ["library", "library", "reduction"]
 
 
 def test_a_profile_dominated_by_the_fused_kernel_steers_toward_its_boundary(policy):
@@ -248,7 +337,7 @@ def test_fused_and_split_candidates_compile_with_nvcc(policy, tmp_path: Path):
         pytest.skip("nvcc not installed")
     units = ["#include <cuda_runtime.h>", "#include <cstdint>", "#include <cmath>"]
     for i, name in enumerate(sorted(PROBLEMS)):
-        for j, plan in enumerate(policy.analyze(PROBLEMS[name]).variants[-2:]):
+        for j, plan in enumerate(policy.analyze(PROBLEMS[name]).variants):
             cuda = render(plan, [space.default(s) for s in plan.stages], policy.name).cuda
             body = "\n".join(x for x in cuda.splitlines() if not x.startswith("#include"))
             units.append(f"namespace unit{i}_{j} {{  // {name}\n{body}\n}}")
@@ -278,7 +367,7 @@ def test_fused_and_split_candidates_are_correct_on_a_gpu(policy, tmp_path: Path)
 
     items = []
     for name in sorted(PROBLEMS):
-        for plan in policy.analyze(PROBLEMS[name]).variants[-2:]:
+        for plan in policy.analyze(PROBLEMS[name]).variants:
             source = render(plan, [space.default(s) for s in plan.stages], policy.name).source
             items.append((task_for(name), source, plan.describe()))
     with CudaEvaluator(CudaEvalConfig(timing_trials=5), tmp_path / "cache") as evaluator:

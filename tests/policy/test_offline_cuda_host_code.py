@@ -82,6 +82,12 @@ PROBLEMS = {
         "        return torch.tanh(self.ln(x)) * 2.0",
         "torch.randn(8, 32)",
     ),
+    # a pooling read window by window inside the mean after it (sizes from the pooling's input)
+    "conv_avgpool_mean": problem(
+        "        self.conv = nn.Conv2d(3, 8, 3)\n        self.pool = nn.AvgPool2d(2)",
+        "        return torch.relu(self.pool(self.conv(x))).mean(dim=[2, 3])",
+        "torch.randn(2, 3, 10, 10)",
+    ),
     # a factory with a dtype: the tensor options carry it
     "factory_dtype": problem(
         "        pass",

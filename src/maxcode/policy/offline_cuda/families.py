@@ -37,6 +37,9 @@ class TensorArg:
         0,
         0,
     )  # output dims [first, last] of each run it spans ("block", "block2")
+    # "pool" (a reduction's prologue reads a pooling window of this tensor): op ("avg" /
+    # "max"), kernel and stride per pooled (trailing) dim
+    pool: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -335,7 +338,8 @@ def reduction_stage(
     reduced_out = out_node.shape != full_shape
     tensors: list[TensorArg] = []
     leaves: dict[str, str] = {}
-    pre_nodes = used_nodes(graph, src.name, stop=set(given))
+    pools = {n for n, node in graph.nodes.items() if node.kind == "pool" and n not in given}
+    pre_nodes = used_nodes(graph, src.name, stop=set(given) | pools)
     post_nodes = used_nodes(graph, output, stop={red.name, *given})
 
     def add_tensor(name: str, role: str) -> str:
@@ -349,6 +353,17 @@ def reduction_stage(
 
     for name in sorted(pre_nodes | post_nodes, key=list(graph.nodes).index):
         node = graph.nodes[name]
+        if name in pools and name in pre_nodes:  # read window by window from its input
+            (operand,) = node.refs()
+            if operand not in given and graph.nodes[operand].kind not in ("input", "param"):
+                raise UnsupportedOp(
+                    f"unsupported by the offline policy: {node.origin} of an unmaterialized value"
+                )
+            py = given.get(operand) or py_expr(graph, operand)
+            window = {k: node.attrs[k] for k in ("op", "kernel", "stride")}
+            tensors.append(TensorArg(operand, py, graph.nodes[operand].shape, "pool", pool=window))
+            leaves[name] = f"x{len(tensors) - 1}"
+            continue
         if name == red.name or not (node.kind in ("input", "param") or name in given):
             continue
         if node.shape == full_shape:
@@ -378,7 +393,7 @@ def reduction_stage(
                         f"unsupported by the offline policy: LayerNorm affine '{operand.name}' of shape {node.shape}"
                     )
                 add_tensor(operand.name, "axis")
-    if not any(t.role == "full" for t in tensors):
+    if not any(t.role in ("full", "pool") for t in tensors):
         raise UnsupportedOp(
             f"unsupported by the offline policy: the reduction at '{red.name}' reads no full-shape tensor"
         )

@@ -53,6 +53,7 @@ from maxcode.policy.offline_cuda.graph import (
 )
 
 LIBRARY = "library"
+POOL = "pool"  # a pooling library call a reduction may read window by window instead
 STATS = "channel_stats"
 SCAN = "cumsum"
 _VIEWS = frozenset(
@@ -613,6 +614,52 @@ class _Builder:
     def op_adaptive_avg_pool3d(self, node, shape, dtype):
         return self._global_pool(node, shape, 3)
 
+    def _pool(self, node, shape, dtype, op: str, spatial: int) -> bool:
+        """Average or max pooling without padding, dilation or ceil mode: a library call that
+        a reduction after it can read window by window instead (``pool:<node>`` boundary)."""
+        args = list(node.args) + [None] * 6
+        kernel = [int(k) for k in args[1]]
+        stride = [int(k) for k in (args[2] or kernel)]
+        padding = args[3] if args[3] is not None else 0
+        if op == "max":
+            dilation, ceil_mode = args[4] if args[4] is not None else 1, args[5]
+            extra_ok = all(int(d) == 1 for d in _as_list(dilation, spatial))
+        else:
+            ceil_mode, divisor = args[4], args[6] if spatial > 1 else None
+            extra_ok = divisor is None
+        if (
+            dtype != "float32"
+            or not extra_ok
+            or ceil_mode
+            or any(int(p) for p in _as_list(padding, spatial))
+            or len(kernel) != spatial
+            or len(stride) != spatial
+        ):
+            return False
+        self.library(node, shape, dtype, f"aten.{op}_pool{spatial}d")
+        lib = self.nodes[node.name]
+        lib.kind = POOL
+        lib.attrs.update(op=op, kernel=tuple(kernel), stride=tuple(stride))
+        return True
+
+    def op_avg_pool1d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "avg", 1)
+
+    def op_avg_pool2d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "avg", 2)
+
+    def op_avg_pool3d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "avg", 3)
+
+    def op_max_pool1d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "max", 1)
+
+    def op_max_pool2d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "max", 2)
+
+    def op_max_pool3d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "max", 3)
+
     def op_clamp_min(self, node, shape, dtype):
         return self._clamp(node, shape, "min")
 
@@ -626,6 +673,10 @@ class _Builder:
         attrs = {"min": None, "max": None, side: float(bound)}
         self.ew(node.name, "clamp", (self.ref(node.args[0]),), shape, f"aten.clamp_{side}", **attrs)
         return True
+
+
+def _as_list(value: Any, count: int) -> list:
+    return list(value) if isinstance(value, list | tuple) else [value] * count
 
 
 def _batch_free_view(cpp: str, node: fx.Node) -> str:
@@ -810,10 +861,26 @@ EPILOGUE = "epilogue"  # the elementwise chain after a softmax / normalization, 
 
 
 def lower(graph: OpGraph, split: frozenset[str] = frozenset()) -> Plan:
+    """See ``_lower``; where a pooling read by a reduction makes the lowering fail (its chain
+    cannot be fused), the pooling stays a library call and offers no boundary."""
+    try:
+        return _lower(graph, split)
+    except UnsupportedOp:
+        pools = frozenset(f"{POOL}:{n}" for n, v in graph.nodes.items() if v.kind == POOL)
+        if pools <= split:
+            raise
+        plan = _lower(graph, split | pools)
+        for boundary in pools - split:
+            plan.boundaries.pop(boundary, None)
+        return plan
+
+
+def _lower(graph: OpGraph, split: frozenset[str]) -> Plan:
     """Stages for ``graph``: one per library call, per reduction/normalization, per
     statistics or scan kernel, and one fused elementwise kernel per materialized value.
 
-    Fusion boundaries: an elementwise chain feeding a reduction is its prologue, and the
+    Fusion boundaries: an elementwise chain feeding a reduction is its prologue (a pooling
+    call before it read window by window too: ``pool:<node>``), and the
     elementwise chain after a full-shape reduction (softmax, LayerNorm, GroupNorm, with
     GroupNorm's and BatchNorm's per-channel affine) is its epilogue, in one kernel; each
     such boundary is named ``prologue:<node>`` / ``epilogue:<node>`` in ``Plan.boundaries``
@@ -842,6 +909,12 @@ def lower(graph: OpGraph, split: frozenset[str] = frozenset()) -> Plan:
             )
         ):
             materialized.append(name)
+    boundaries: dict[str, bool] = {}
+    for name in [n for n in materialized if graph.nodes[n].kind == POOL]:
+        if _read_by_reductions(graph, name, consumers, needed, set(materialized), split):
+            boundaries[f"{POOL}:{name}"] = f"{POOL}:{name}" not in split
+            if boundaries[f"{POOL}:{name}"]:
+                materialized.remove(name)
     epilogue_of: dict[str, str] = {}  # materialized elementwise node -> the reduction before it
     for name in materialized:
         end = _epilogue_end(graph, name, consumers, needed, set(materialized))
@@ -850,7 +923,6 @@ def lower(graph: OpGraph, split: frozenset[str] = frozenset()) -> Plan:
     deferred = {r for r in epilogue_of.values() if f"{EPILOGUE}:{r}" not in split}
     stages: list[Stage] = []
     given: dict[str, str] = {}
-    boundaries: dict[str, bool] = {}
 
     def finish(stage: Stage, name: str, node: str) -> None:
         stage.extra.setdefault("node", node)  # what the stage computes (kept across variants)
@@ -935,6 +1007,33 @@ def _reduction(
     stage = reduction_stage(graph, node, output, scalars, given)
     stage.extra["boundaries"] = [name] if boundaries.get(name) is False else []
     return stage
+
+
+def _read_by_reductions(
+    graph: OpGraph,
+    name: str,
+    consumers: dict[str, list[str]],
+    needed: set[str],
+    materialized: set[str],
+    split: frozenset[str],
+) -> bool:
+    """Whether every use of the pooling ``name`` is the source of a reduction or flows there
+    through unmaterialized elementwise nodes (its prologue, not split): then the reduction
+    can read the pooling's windows."""
+    todo = [(c, False) for c in consumers[name] if c in needed]
+    if not todo:
+        return False
+    while todo:
+        current, through = todo.pop()
+        node = graph.nodes[current]
+        if node.kind in REDUCTIONS | ROW_OPS:
+            if through and f"{PROLOGUE}:{current}" in split:
+                return False
+            continue
+        if node.kind not in ELEMENTWISE or current in materialized:
+            return False
+        todo.extend((c, True) for c in consumers[current] if c in needed)
+    return True
 
 
 def _epilogue_end(

@@ -331,10 +331,10 @@ def _untried(
 
 
 def _flipped(base: dict[str, bool], other: dict[str, bool]) -> str | None:
-    """The one fusion boundary ``other`` places differently from ``base`` (None: not one)."""
-    if set(base) != set(other):
-        return None
-    differ = [b for b in base if base[b] != other[b]]
+    """The one fusion boundary ``other`` places differently from ``base`` (None: not one).
+    A boundary only one of them has is a consequence (a pooling can be read inside a
+    reduction only while the reduction's prologue is fused) and does not count."""
+    differ = [b for b in base if b in other and base[b] != other[b]]
     return differ[0] if len(differ) == 1 else None
 
 
