@@ -879,13 +879,13 @@ def _lower(graph: OpGraph, split: frozenset[str]) -> Plan:
     """Stages for ``graph``: one per library call, per reduction/normalization, per
     statistics or scan kernel, and one fused elementwise kernel per materialized value.
 
-    Fusion boundaries: an elementwise chain feeding a reduction is its prologue (a pooling
-    call before it read window by window too: ``pool:<node>``), and the
-    elementwise chain after a full-shape reduction (softmax, LayerNorm, GroupNorm, with
-    GroupNorm's and BatchNorm's per-channel affine) is its epilogue, in one kernel; each
-    such boundary is named ``prologue:<node>`` / ``epilogue:<node>`` in ``Plan.boundaries``
-    (True: fused). A name in ``split`` keeps that boundary as two kernels (the chain
-    materialized), so the search can choose where the boundaries fall."""
+    Fusion boundaries: an elementwise chain feeding a reduction is its prologue, a pooling
+    before it can be read window by window, and the elementwise chain after a full-shape
+    reduction (softmax, LayerNorm, GroupNorm / InstanceNorm with their per-channel affine)
+    is its epilogue, all in the reduction's kernel; each such boundary is named
+    ``prologue:<node>`` / ``pool:<node>`` / ``epilogue:<node>`` in ``Plan.boundaries``
+    (True: fused). A name in ``split`` keeps that boundary as two kernels (the chain or the
+    pooling materialized), so the search can choose where the boundaries fall."""
     scalars = Scalars(graph.scalar_attrs)
     consumers: dict[str, list[str]] = {n: [] for n in graph.nodes}
     for node in graph.nodes.values():
