@@ -1,7 +1,8 @@
 """Where fusion boundaries fall, as decisions of the search: a normalization with its
 per-channel affine and elementwise epilogue in one kernel, a post-GEMM elementwise chain in
-the reduction that reads it, an activation inside the reduction after a pooling call; each
-boundary split into two kernels by a move, steered by the critique and the kernel profile.
+the reduction that reads it, a pooling and an activation read inside the reduction after
+them, an activation on a reduction's results in its kernel; each boundary split into two
+kernels by a move, steered by the critique and the kernel profile.
 Problems are written here in KernelBench's style."""
 
 from __future__ import annotations
@@ -85,6 +86,15 @@ PROBLEMS = {
         "channels = 4\nwidth = 16",
         "torch.randn(2, channels, 8, width)",
     ),
+    # 80_Gemm_Max_Subtract_GELU: the GELU once per row maximum, in the reduction's kernel
+    "gemm_max_gelu_scale": kb_problem(
+        "in_features, out_features",
+        "        self.gemm = nn.Linear(in_features, out_features)",
+        "        x = torch.max(self.gemm(x), dim=1, keepdim=True)[0]\n"
+        "        return torch.nn.functional.gelu(x) * 2.0",
+        "in_features = 64\nout_features = 256",
+        "torch.randn(32, in_features)",
+    ),
 }
 # The boundaries each problem offers, its kernels (stages that are not library calls) fused
 # (the first proposal), and its kernels with each boundary split in turn.
@@ -105,6 +115,10 @@ EXPECTED = {
     "conv_layernorm_gelu_scale": {
         None: ["reduction"],
         "epilogue:layer_norm": ["reduction", "elementwise"],
+    },
+    "gemm_max_gelu_scale": {
+        None: ["reduction"],
+        "epilogue:max_1": ["reduction", "elementwise"],
     },
 }
 

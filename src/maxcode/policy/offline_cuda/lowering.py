@@ -881,8 +881,9 @@ def _lower(graph: OpGraph, split: frozenset[str]) -> Plan:
 
     Fusion boundaries: an elementwise chain feeding a reduction is its prologue, a pooling
     before it can be read window by window, and the elementwise chain after a full-shape
-    reduction (softmax, LayerNorm, GroupNorm / InstanceNorm with their per-channel affine)
-    is its epilogue, all in the reduction's kernel; each such boundary is named
+    reduction (softmax, LayerNorm, GroupNorm / InstanceNorm with their per-channel affine;
+    or after a sum, mean, max, ..., on its results) is its epilogue, all in the reduction's
+    kernel; each such boundary is named
     ``prologue:<node>`` / ``pool:<node>`` / ``epilogue:<node>`` in ``Plan.boundaries``
     (True: fused). A name in ``split`` keeps that boundary as two kernels (the chain or the
     pooling materialized), so the search can choose where the boundaries fall."""
@@ -1044,9 +1045,10 @@ def _epilogue_end(
     materialized: set[str],
 ) -> str | None:
     """The one materialized elementwise node of the same shape that every use of the
-    full-shape reduction ``name`` flows into through unmaterialized elementwise nodes."""
+    reduction ``name`` (full-shape, or reduced: then the epilogue runs once per result) flows
+    into through unmaterialized elementwise nodes."""
     node = graph.nodes[name]
-    if node.kind not in ROW_OPS or name == graph.output:
+    if node.kind not in ROW_OPS | REDUCTIONS or name == graph.output:
         return None
     ends: set[str] = set()
     todo = [c for c in consumers[name] if c in needed]
