@@ -5,7 +5,8 @@ lowerings (all-template and partial: library calls + fused kernels), rendering o
 variant's default candidate. Prints the supported share per level and per problem
 family (the heaviest op kind in the reference: conv, gemm, normalization, pooling,
 reduction, elementwise, loss/other), and each unsupported problem with its op-level
-reason; --markdown writes both tables for docs/offline-cuda-policy.md, --json every row,
+reason, and which problems offer the search a fusion-boundary choice or the 3xTF32
+tensor-core GEMM; --markdown writes both tables for docs/offline-cuda-policy.md, --json every row,
 --sources DIR each supported problem's first candidate (for nvcc or a GPU run).
 
     python benchmarks/bench_offline_cuda_coverage.py [--kb $KB/KernelBench] [--levels 1 2]
@@ -99,6 +100,13 @@ def survey(kb: Path, levels: list[int], sources: Path | None) -> list[dict]:
                 "supported": analysis.plan is not None,
                 "variants": [p.describe() for p in analysis.variants],
                 "reason": analysis.reason,
+                # the search decisions this problem offers beyond template parameters
+                "fusion_boundaries": sorted(
+                    {b for plan in analysis.variants for b in plan.boundaries}
+                ),
+                "tensor_core_gemm": any(
+                    "tf32x3" in space.default(s) for plan in analysis.variants for s in plan.stages
+                ),
             }
             if analysis.plan is not None:
                 try:
@@ -173,12 +181,17 @@ def main(argv: list[str] | None = None) -> int:
         mine = [r for r in rows if r["level"] == level]
         ok = sum(r["supported"] for r in mine)
         fams = Counter(r["family"] for r in mine if r["supported"])
+        fusion = sum(bool(r["supported"] and r["fusion_boundaries"]) for r in mine)
+        tensor_cores = sum(bool(r["supported"] and r["tensor_core_gemm"]) for r in mine)
         print(
-            f"level {level}: {ok}/{len(mine)} supported ({ok / len(mine):.0%}); by family {dict(fams)}"
+            f"level {level}: {ok}/{len(mine)} supported ({ok / len(mine):.0%}); by family {dict(fams)}; "
+            f"with a fusion-boundary choice {fusion}, with the 3xTF32 GEMM choice {tensor_cores}"
         )
-        headlines.append(
-            headline(f"KernelBench level {level} problems supported", f"{ok}/{len(mine)}")
-        )
+        headlines += [
+            headline(f"KernelBench level {level} problems supported", f"{ok}/{len(mine)}"),
+            headline(f"level {level} problems with a fusion-boundary choice", f"{fusion}/{ok}"),
+            headline(f"level {level} problems with the 3xTF32 GEMM choice", f"{tensor_cores}/{ok}"),
+        ]
     print("wrote", write_result("offline-cuda-coverage", rows, headlines, args.json))
     if args.markdown:
         args.markdown.write_text(tables(rows))

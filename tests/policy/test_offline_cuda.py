@@ -272,7 +272,8 @@ def test_scalars_are_read_from_the_model_at_run_time_and_init_is_the_references(
 
 def _sample_configs(plan, n: int, seed: int) -> list[list[dict]]:
     rng = random.Random(seed)
-    options = [space.all_configs(s) for s in plan.stages]
+    # the 3xTF32 GEMM is off by default (the static precision check rejects TF32 code)
+    options = [[c for c in space.all_configs(s) if not c.get("tf32x3")] for s in plan.stages]
     configs = [[space.default(s) for s in plan.stages]]
     configs += [[rng.choice(o) for o in options] for _ in range(n)]
     return configs

@@ -72,6 +72,22 @@ PROBLEMS = {
         "        return torch.relu(self.norm(self.conv(x)))",
         "torch.randn(2, 4, 4, 4, 4)",
     ),
+    # BatchNorm's statistics and a one-element scale read per channel inside the softmax
+    # (broadcast and scalar operands of a reduction), LayerNorm's epilogue in its kernel
+    "batchnorm_softmax_layernorm": problem(
+        "        self.bn = nn.BatchNorm1d(32)\n"
+        "        self.scale = nn.Parameter(torch.ones(1))\n"
+        "        self.ln = nn.LayerNorm(32)",
+        "        x = torch.softmax(self.scale * self.bn(x), dim=1)\n"
+        "        return torch.tanh(self.ln(x)) * 2.0",
+        "torch.randn(8, 32)",
+    ),
+    # a pooling read window by window inside the mean after it (sizes from the pooling's input)
+    "conv_avgpool_mean": problem(
+        "        self.conv = nn.Conv2d(3, 8, 3)\n        self.pool = nn.AvgPool2d(2)",
+        "        return torch.relu(self.pool(self.conv(x))).mean(dim=[2, 3])",
+        "torch.randn(2, 3, 10, 10)",
+    ),
     # a factory with a dtype: the tensor options carry it
     "factory_dtype": problem(
         "        pass",

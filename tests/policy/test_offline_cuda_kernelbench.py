@@ -154,10 +154,13 @@ def test_conv_with_elementwise_tail_is_a_library_call_plus_one_fused_kernel(poli
 
 def test_group_norm_is_a_row_normalization_and_batch_norm_uses_batch_statistics(policy):
     group = policy.analyze(TUPLES_BOOLS, "g.py").plan
-    kinds = [s.extra.get("kind") for s in group.stages if s.family == "reduction"]
-    assert kinds == ["layer_norm"]
-    rows = next(s for s in group.stages if s.family == "library" and "reshape" in s.extra["cpp"])
-    assert "size(0) * 4" in rows.extra["cpp"]  # groups from the module, batch from the tensor
+    (norm,) = [s for s in group.stages if s.family == "reduction"]
+    assert norm.extra["kind"] == "layer_norm" and norm.extra["groups"] == 4
+    assert norm.extra["sizes"] == (2 * 4, 16 // 4 * 8 * 8, 1)  # rows of the tensor, in place
+    assert not any("reshape" in s.extra.get("cpp", "") for s in group.stages)
+    # the per-channel affine and tanh are the normalization's epilogue: one kernel
+    assert [s.family for s in group.stages if s.family != "library"] == ["reduction"]
+    assert [t.role for t in norm.tensors] == ["full", "block", "block"]
     batch = policy.analyze(BATCHNORM, "b.py").plan
     assert [s.family for s in batch.stages if s.family != "library"] == ["stats", "elementwise"]
     assert not any("running" in t.py for s in batch.stages for t in s.tensors)
@@ -315,7 +318,11 @@ def test_coverage_benchmark_reports_shares_and_reasons(coverage, tmp_path: Path)
     assert "| 2 | **all** | **3/3** | **100%** |" in table
     assert "| 1 | 4_Argmin.py | reduction | every op is a library call (aten.argmax)" not in table
     assert "| 1 | 4_Argmin.py | reduction | every op is a library call (aten.argmin)" in table
-    assert len(list((tmp_path / "sources").rglob("*.py"))) == 6  # the GEMM has two variants
+    # the GEMM has two variants (template, cuBLAS), GroupNorm two (epilogue fused or split)
+    assert len(list((tmp_path / "sources").rglob("*.py"))) == 7
+    fusion = {r["problem"] for r in rows if r["fusion_boundaries"]}
+    assert fusion == {"2_Conv2d_GroupNorm_Tanh.py"}
+    assert {r["problem"] for r in rows if r["tensor_core_gemm"]} == {"3_Gemm_Sigmoid_Scale.py"}
 
 
 def test_coverage_benchmark_refuses_a_missing_checkout(coverage, tmp_path: Path, capsys):

@@ -37,6 +37,9 @@ class TensorArg:
         0,
         0,
     )  # output dims [first, last] of each run it spans ("block", "block2")
+    # "pool" (a reduction's prologue reads a pooling window of this tensor): op ("avg" /
+    # "max"), kernel and stride per pooled (trailing) dim
+    pool: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -176,9 +179,14 @@ class Plan:
     scalars: list[str]  # Python expressions of kernel scalars s0, s1, ...
     graph: OpGraph
     inputs: list[str]  # ModelNew.forward parameter names
+    # Fusion boundaries of the partial lowering: name -> fused (one kernel) or split (two).
+    boundaries: dict[str, bool] = field(default_factory=dict)
 
     def describe(self) -> str:
-        return f"{self.family} ({' + '.join(s.family for s in self.stages)})"
+        split = sorted(b for b, fused in self.boundaries.items() if not fused)
+        return f"{self.family} ({' + '.join(s.family for s in self.stages)})" + (
+            f" split at {', '.join(split)}" if split else ""
+        )
 
 
 def _check_dtypes(graph: OpGraph) -> None:
@@ -322,13 +330,16 @@ def reduction_stage(
     full_shape = src.shape
     dim = red.attrs.get("dim", len(full_shape) - 1)
     last = red.attrs.get("dim_end", dim)  # a contiguous range of dims [dim, last] is reduced
-    if red.kind == "layer_norm":
-        dim = len(full_shape) - 1
+    # GroupNorm / InstanceNorm: rows of the (N * groups, C / groups * S) view, read in place.
+    groups = int(red.attrs.get("groups", 1))
+    if red.kind == "layer_norm" and "dim_end" not in red.attrs:  # nn.LayerNorm(last dim)
+        dim = last = len(full_shape) - 1
     out_node = graph.nodes[output]
     reduced_out = out_node.shape != full_shape
     tensors: list[TensorArg] = []
     leaves: dict[str, str] = {}
-    pre_nodes = used_nodes(graph, src.name, stop=set(given))
+    pools = {n for n, node in graph.nodes.items() if node.kind == "pool" and n not in given}
+    pre_nodes = used_nodes(graph, src.name, stop=set(given) | pools)
     post_nodes = used_nodes(graph, output, stop={red.name, *given})
 
     def add_tensor(name: str, role: str) -> str:
@@ -342,19 +353,32 @@ def reduction_stage(
 
     for name in sorted(pre_nodes | post_nodes, key=list(graph.nodes).index):
         node = graph.nodes[name]
+        if name in pools and name in pre_nodes:  # read window by window from its input
+            (operand,) = node.refs()
+            if operand not in given and graph.nodes[operand].kind not in ("input", "param"):
+                raise UnsupportedOp(
+                    f"unsupported by the offline policy: {node.origin} of an unmaterialized value"
+                )
+            py = given.get(operand) or py_expr(graph, operand)
+            window = {k: node.attrs[k] for k in ("op", "kernel", "stride")}
+            tensors.append(TensorArg(operand, py, graph.nodes[operand].shape, "pool", pool=window))
+            leaves[name] = f"x{len(tensors) - 1}"
+            continue
         if name == red.name or not (node.kind in ("input", "param") or name in given):
             continue
         if node.shape == full_shape:
             leaves[name] = add_tensor(name, "full")
+        elif _broadcast_block(node.shape, full_shape):
+            # e.g. a per-channel scale or BatchNorm's statistics, indexed from the flat offset
+            leaves[name] = add_tensor(name, "block")
+            tensors[-1].block = broadcast_role(node.shape, full_shape, name)[1]
         elif node.shape == red.shape and red.kind in REDUCTIONS:
             raise UnsupportedOp(
                 f"unsupported by the offline policy: '{name}' of the reduced shape is combined with the "
                 "reduction's result; the template reads only full-shape tensors"
             )
         elif math.prod(node.shape) == 1:
-            raise UnsupportedOp(
-                f"unsupported by the offline policy: one-element tensor '{name}' in a reduction"
-            )
+            leaves[name] = add_tensor(name, "scalar")
         else:
             raise UnsupportedOp(
                 f"unsupported by the offline policy: '{name}' of shape {node.shape} broadcasts into a "
@@ -364,12 +388,12 @@ def reduction_stage(
         for operand in red.args[1:]:
             if isinstance(operand, Ref):
                 node = graph.nodes[operand.name]
-                if node.shape != (full_shape[-1],):
+                if node.shape != (math.prod(full_shape[dim : last + 1]),):
                     raise UnsupportedOp(
                         f"unsupported by the offline policy: LayerNorm affine '{operand.name}' of shape {node.shape}"
                     )
                 add_tensor(operand.name, "axis")
-    if not any(t.role == "full" for t in tensors):
+    if not any(t.role in ("full", "pool") for t in tensors):
         raise UnsupportedOp(
             f"unsupported by the offline policy: the reduction at '{red.name}' reads no full-shape tensor"
         )
@@ -408,9 +432,7 @@ def reduction_stage(
             raise UnsupportedOp(
                 f"unsupported by the offline policy: full-shape '{bad[0]}' combined after the reduction '{red.name}'"
             )
-    if red.kind == "layer_norm":
-        last = dim
-    outer = math.prod(full_shape[:dim])
+    outer = math.prod(full_shape[:dim]) * groups
     inner = math.prod(full_shape[last + 1 :])
     keep = tuple(1 if dim <= i <= last else s for i, s in enumerate(full_shape))
     if reduced_out and out_node.shape not in (keep, full_shape[:dim] + full_shape[last + 1 :]):
@@ -439,9 +461,20 @@ def reduction_stage(
             "pre": pre.lines,
             "v": v,
             "eps": scalars.use(float(red.attrs["eps"])) if red.kind == "layer_norm" else None,
-            "sizes": (outer, math.prod(full_shape[dim : last + 1]), inner),
+            "sizes": (outer, math.prod(full_shape[dim : last + 1]) // groups, inner),
+            "groups": groups,
         },
     )
+
+
+def _broadcast_block(shape: tuple[int, ...], full: tuple[int, ...]) -> bool:
+    """A tensor that broadcasts to ``full`` over one run of dims (read at ``(off / inner) % mid``)."""
+    if shape == full or math.prod(shape) <= 1:
+        return False
+    try:
+        return broadcast_role(shape, full, "")[0] == "block"
+    except UnsupportedOp:
+        return False
 
 
 def _axis_var(tensors: list[TensorArg], operand: object) -> str | None:

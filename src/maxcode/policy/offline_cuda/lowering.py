@@ -53,6 +53,7 @@ from maxcode.policy.offline_cuda.graph import (
 )
 
 LIBRARY = "library"
+POOL = "pool"  # a pooling library call a reduction may read window by window instead
 STATS = "channel_stats"
 SCAN = "cumsum"
 _VIEWS = frozenset(
@@ -451,43 +452,15 @@ class _Builder:
         self.reduce(node.name, "mean" if reduction == 1 else "sum", term, [], False, shape, o)
         return True
 
-    def _row_norm(
-        self,
-        node: fx.Node,
-        x: str,
-        rows_expr: str,
-        lead: int,
-        weight,
-        bias,
-        eps: float,
-        origin: str,
-    ) -> None:
-        """Normalize rows of ``x`` viewed as ``rows_expr`` (no affine), view back, then the
-        per-channel affine as elementwise ops (fused with what follows)."""
+    def _group_norm(self, node, x: str, groups: int | None, weight, bias, eps, origin: str) -> None:
+        """Normalize each of ``groups`` channel groups per sample (all channels when None:
+        InstanceNorm) in place of the (N * groups, C / groups * S) rows, then the per-channel
+        affine as elementwise ops (fused with what follows or into the normalization)."""
         full = self.nodes[x].shape
-        rows = self.lib(
-            self.fresh(f"{node.name}_rows"),
-            f"@0@.reshape({{{rows_expr}}})",
-            [x],
-            (lead, math.prod(full) // max(lead, 1)),
-            "view",
-        )
         normed = self.fresh(f"{node.name}_norm")
-        self.add(
-            OpNode(
-                normed,
-                "layer_norm",
-                (Ref(rows), None, None),
-                {"dim": 1, "eps": float(eps)},
-                self.nodes[rows].shape,
-                "float32",
-                origin,
-            )
-        )
-        out = self.lib(
-            self.fresh(f"{node.name}_back"), "@0@.view(@1@.sizes())", [normed, x], full, "view"
-        )
-        self._affine(node.name, out, weight, bias, full, origin)
+        attrs = {"dim": 1, "dim_end": len(full) - 1, "eps": float(eps), "groups": groups or full[1]}
+        self.add(OpNode(normed, "layer_norm", (Ref(x), None, None), attrs, full, "float32", origin))
+        self._affine(node.name, normed, weight, bias, full, origin)
 
     def _affine(self, name: str, x: str, weight, bias, full: tuple, origin: str) -> None:
         value = x
@@ -504,17 +477,9 @@ class _Builder:
         x, groups = self.ref(node.args[0]).name, int(node.args[1])
         args = list(node.args) + [None] * 4
         eps = args[4] if args[4] is not None else 1e-5
-        full = self.nodes[x].shape
-        self._row_norm(
-            node,
-            x,
-            f"@0@.size(0) * {groups}, -1",
-            full[0] * groups,
-            args[2],
-            args[3],
-            eps,
-            "aten.group_norm",
-        )
+        if len(self.nodes[x].shape) < 2:
+            return False
+        self._group_norm(node, x, groups, args[2], args[3], eps, "aten.group_norm")
         return True
 
     def op_instance_norm(self, node, shape, dtype):
@@ -523,32 +488,19 @@ class _Builder:
         full = self.nodes[x].shape
         if not use_input_stats or len(full) < 3:
             return False
-        self._row_norm(
-            node,
-            x,
-            "@0@.size(0) * @0@.size(1), -1",
-            full[0] * full[1],
-            weight,
-            bias,
-            eps if eps is not None else 1e-5,
-            "aten.instance_norm",
-        )
+        eps = eps if eps is not None else 1e-5
+        self._group_norm(node, x, None, weight, bias, eps, "aten.instance_norm")
         return True
 
     def op_layer_norm(self, node, shape, dtype):
+        """Rows of the normalized trailing dims, read in place (no view), the affine flattened
+        to one value per row position; the elementwise chain after it can be its epilogue."""
         x = self.ref(node.args[0]).name
         args = list(node.args) + [None] * 4
         normalized = [int(s) for s in args[1]]
         eps = args[4] if args[4] is not None else 1e-5
         count = math.prod(normalized)
         full = self.nodes[x].shape
-        rows = self.lib(
-            self.fresh(f"{node.name}_rows"),
-            f"@0@.reshape({{-1, {count}}})",
-            [x],
-            (math.prod(full) // max(count, 1), count),
-            "view",
-        )
         affine = []
         for operand in (args[2], args[3]):
             if operand is None:
@@ -562,19 +514,18 @@ class _Builder:
                 "view",
             )
             affine.append(Ref(flat))
-        normed = self.fresh(f"{node.name}_norm")
+        attrs = {"dim": len(full) - len(normalized), "dim_end": len(full) - 1, "eps": float(eps)}
         self.add(
             OpNode(
-                normed,
+                node.name,
                 "layer_norm",
-                (Ref(rows), *affine),
-                {"dim": 1, "eps": float(eps)},
-                (math.prod(full) // max(count, 1), count),
+                (Ref(x), *affine),
+                attrs,
+                full,
                 "float32",
-                "aten.layer_norm",
+                origin="aten.layer_norm",
             )
         )
-        self.lib(node.name, "@0@.view(@1@.sizes())", [normed, x], full, "view")
         return True
 
     def op_batch_norm(self, node, shape, dtype):
@@ -663,6 +614,52 @@ class _Builder:
     def op_adaptive_avg_pool3d(self, node, shape, dtype):
         return self._global_pool(node, shape, 3)
 
+    def _pool(self, node, shape, dtype, op: str, spatial: int) -> bool:
+        """Average or max pooling without padding, dilation or ceil mode: a library call that
+        a reduction after it can read window by window instead (``pool:<node>`` boundary)."""
+        args = list(node.args) + [None] * 6
+        kernel = [int(k) for k in args[1]]
+        stride = [int(k) for k in (args[2] or kernel)]
+        padding = args[3] if args[3] is not None else 0
+        if op == "max":
+            dilation, ceil_mode = args[4] if args[4] is not None else 1, args[5]
+            extra_ok = all(int(d) == 1 for d in _as_list(dilation, spatial))
+        else:
+            ceil_mode, divisor = args[4], args[6] if spatial > 1 else None
+            extra_ok = divisor is None
+        if (
+            dtype != "float32"
+            or not extra_ok
+            or ceil_mode
+            or any(int(p) for p in _as_list(padding, spatial))
+            or len(kernel) != spatial
+            or len(stride) != spatial
+        ):
+            return False
+        self.library(node, shape, dtype, f"aten.{op}_pool{spatial}d")
+        lib = self.nodes[node.name]
+        lib.kind = POOL
+        lib.attrs.update(op=op, kernel=tuple(kernel), stride=tuple(stride))
+        return True
+
+    def op_avg_pool1d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "avg", 1)
+
+    def op_avg_pool2d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "avg", 2)
+
+    def op_avg_pool3d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "avg", 3)
+
+    def op_max_pool1d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "max", 1)
+
+    def op_max_pool2d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "max", 2)
+
+    def op_max_pool3d(self, node, shape, dtype):
+        return self._pool(node, shape, dtype, "max", 3)
+
     def op_clamp_min(self, node, shape, dtype):
         return self._clamp(node, shape, "min")
 
@@ -676,6 +673,10 @@ class _Builder:
         attrs = {"min": None, "max": None, side: float(bound)}
         self.ew(node.name, "clamp", (self.ref(node.args[0]),), shape, f"aten.clamp_{side}", **attrs)
         return True
+
+
+def _as_list(value: Any, count: int) -> list:
+    return list(value) if isinstance(value, list | tuple) else [value] * count
 
 
 def _batch_free_view(cpp: str, node: fx.Node) -> str:
@@ -855,9 +856,37 @@ def _cpp_value(value: Any, arg: Any, builder: _Builder, refs: list[str], node: f
 # -- stages ------------------------------------------------------------------------------------
 
 
-def lower(graph: OpGraph) -> Plan:
+PROLOGUE = "prologue"  # an elementwise chain computed inside the reduction that reads it
+EPILOGUE = "epilogue"  # the elementwise chain after a softmax / normalization, in its kernel
+
+
+def lower(graph: OpGraph, split: frozenset[str] = frozenset()) -> Plan:
+    """See ``_lower``; where a pooling read by a reduction makes the lowering fail (its chain
+    cannot be fused), the pooling stays a library call and offers no boundary."""
+    try:
+        return _lower(graph, split)
+    except UnsupportedOp:
+        pools = frozenset(f"{POOL}:{n}" for n, v in graph.nodes.items() if v.kind == POOL)
+        if pools <= split:
+            raise
+        plan = _lower(graph, split | pools)
+        for boundary in pools - split:
+            plan.boundaries.pop(boundary, None)
+        return plan
+
+
+def _lower(graph: OpGraph, split: frozenset[str]) -> Plan:
     """Stages for ``graph``: one per library call, per reduction/normalization, per
-    statistics or scan kernel, and one fused elementwise kernel per materialized value."""
+    statistics or scan kernel, and one fused elementwise kernel per materialized value.
+
+    Fusion boundaries: an elementwise chain feeding a reduction is its prologue, a pooling
+    before it can be read window by window, and the elementwise chain after a full-shape
+    reduction (softmax, LayerNorm, GroupNorm / InstanceNorm with their per-channel affine;
+    or after a sum, mean, max, ..., on its results) is its epilogue, all in the reduction's
+    kernel; each such boundary is named
+    ``prologue:<node>`` / ``pool:<node>`` / ``epilogue:<node>`` in ``Plan.boundaries``
+    (True: fused). A name in ``split`` keeps that boundary as two kernels (the chain or the
+    pooling materialized), so the search can choose where the boundaries fall."""
     scalars = Scalars(graph.scalar_attrs)
     consumers: dict[str, list[str]] = {n: [] for n in graph.nodes}
     for node in graph.nodes.values():
@@ -881,28 +910,58 @@ def lower(graph: OpGraph) -> Plan:
             )
         ):
             materialized.append(name)
+    boundaries: dict[str, bool] = {}
+    for name in [n for n in materialized if graph.nodes[n].kind == POOL]:
+        if _read_by_reductions(graph, name, consumers, needed, set(materialized), split):
+            boundaries[f"{POOL}:{name}"] = f"{POOL}:{name}" not in split
+            if boundaries[f"{POOL}:{name}"]:
+                materialized.remove(name)
+    epilogue_of: dict[str, str] = {}  # materialized elementwise node -> the reduction before it
+    for name in materialized:
+        end = _epilogue_end(graph, name, consumers, needed, set(materialized))
+        if end is not None:
+            epilogue_of[end] = name
+    deferred = {r for r in epilogue_of.values() if f"{EPILOGUE}:{r}" not in split}
     stages: list[Stage] = []
     given: dict[str, str] = {}
+
+    def finish(stage: Stage, name: str, node: str) -> None:
+        stage.extra.setdefault("node", node)  # what the stage computes (kept across variants)
+        stage.extra.setdefault("boundaries", [])
+        stages.append(stage)
+        given[name] = f"__stage:{len(stages) - 1}"
+
     for name in materialized:
         node = graph.nodes[name]
+        if name in deferred:  # computed with its epilogue, at the epilogue's place
+            continue
+        if epilogue_of.get(name) in deferred:
+            red = graph.nodes[epilogue_of[name]]
+            boundary = f"{EPILOGUE}:{red.name}"
+            trial = (dict(given), list(stages), dict(boundaries))
+            try:
+                stage = _reduction(graph, red, name, scalars, *trial, split)
+            except UnsupportedOp:  # the chain does not fuse: the reduction on its own
+                stage = _reduction(graph, red, red.name, scalars, given, stages, boundaries, split)
+                finish(stage, red.name, red.name)
+            else:
+                given, stages, boundaries = trial
+                boundaries[boundary] = True
+                stage.extra["boundaries"].append(boundary)
+                finish(stage, name, red.name)
+                continue
         if node.kind in ELEMENTWISE:
             stage = _elementwise(graph, name, scalars, given)
         elif node.kind in REDUCTIONS | ROW_OPS:
-            try:
-                stage = reduction_stage(graph, node, name, scalars, given)
-            except UnsupportedOp:  # materialize the prologue on its own, then reduce
-                src = node.args[0].name
-                if src in given or graph.nodes[src].kind not in ELEMENTWISE:
-                    raise
-                stages.append(_elementwise(graph, src, scalars, given))
-                given[src] = f"__stage:{len(stages) - 1}"
-                stage = reduction_stage(graph, node, name, scalars, given)
+            stage = _reduction(graph, node, name, scalars, given, stages, boundaries, split)
+            if name in epilogue_of.values():  # kept apart on request
+                boundaries[f"{EPILOGUE}:{name}"] = False
+                stage.extra["boundaries"].append(f"{EPILOGUE}:{name}")
         elif node.kind in (STATS, SCAN):
             stage = _single_input(graph, node, scalars, given)
         else:
             stage = _library(graph, node, given)
-        stages.append(stage)
-        given[name] = f"__stage:{len(stages) - 1}"
+        finish(stage, name, name)
     if not any(s.family != LIBRARY for s in stages):
         ops = sorted({graph.nodes[n].origin for n in materialized})
         raise UnsupportedOp(
@@ -911,7 +970,104 @@ def lower(graph: OpGraph) -> Plan:
         )
     _mark_contiguous(stages)
     family = "fused" if any(s.family == LIBRARY for s in stages) else "kernels"
-    return Plan(family, stages, scalars.py, graph, graph.input_names)
+    return Plan(family, stages, scalars.py, graph, graph.input_names, boundaries)
+
+
+def _reduction(
+    graph: OpGraph,
+    node: OpNode,
+    output: str,
+    scalars: Scalars,
+    given: dict[str, str],
+    stages: list[Stage],
+    boundaries: dict[str, bool],
+    split: frozenset[str],
+) -> Stage:
+    """The reduction at ``node`` writing ``output``, its elementwise prologue fused unless the
+    prologue boundary is split (or the prologue cannot be fused): then the prologue is a
+    kernel of its own, appended to ``stages`` first."""
+    src = node.args[0].name
+    fusable = src not in given and graph.nodes[src].kind in ELEMENTWISE
+    name = f"{PROLOGUE}:{node.name}"
+    if fusable and name not in split:
+        try:
+            stage = reduction_stage(graph, node, output, scalars, given)
+        except UnsupportedOp:
+            fusable = False
+        else:
+            boundaries[name] = True
+            stage.extra["boundaries"] = [name]
+            return stage
+    if fusable or (src not in given and graph.nodes[src].kind in ELEMENTWISE):
+        prologue = _elementwise(graph, src, scalars, given)
+        prologue.extra.update(node=src, boundaries=[name] if fusable else [])
+        stages.append(prologue)
+        given[src] = f"__stage:{len(stages) - 1}"
+        if fusable:
+            boundaries[name] = False
+    stage = reduction_stage(graph, node, output, scalars, given)
+    stage.extra["boundaries"] = [name] if boundaries.get(name) is False else []
+    return stage
+
+
+def _read_by_reductions(
+    graph: OpGraph,
+    name: str,
+    consumers: dict[str, list[str]],
+    needed: set[str],
+    materialized: set[str],
+    split: frozenset[str],
+) -> bool:
+    """Whether every use of the pooling ``name`` is the source of a reduction or flows there
+    through unmaterialized elementwise nodes (its prologue, not split): then the reduction
+    can read the pooling's windows."""
+    todo = [(c, False) for c in consumers[name] if c in needed]
+    if not todo:
+        return False
+    while todo:
+        current, through = todo.pop()
+        node = graph.nodes[current]
+        if node.kind in REDUCTIONS | ROW_OPS:
+            if through and f"{PROLOGUE}:{current}" in split:
+                return False
+            continue
+        if node.kind not in ELEMENTWISE or current in materialized:
+            return False
+        todo.extend((c, True) for c in consumers[current] if c in needed)
+    return True
+
+
+def _epilogue_end(
+    graph: OpGraph,
+    name: str,
+    consumers: dict[str, list[str]],
+    needed: set[str],
+    materialized: set[str],
+) -> str | None:
+    """The one materialized elementwise node of the same shape that every use of the
+    reduction ``name`` (full-shape, or reduced: then the epilogue runs once per result) flows
+    into through unmaterialized elementwise nodes."""
+    node = graph.nodes[name]
+    if node.kind not in ROW_OPS | REDUCTIONS or name == graph.output:
+        return None
+    ends: set[str] = set()
+    todo = [c for c in consumers[name] if c in needed]
+    seen: set[str] = set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if graph.nodes[current].kind not in ELEMENTWISE:
+            return None
+        if current in materialized:
+            ends.add(current)
+        else:
+            todo.extend(c for c in consumers[current] if c in needed)
+    if len(ends) != 1:
+        return None
+    (end,) = ends
+    return end if graph.nodes[end].shape == node.shape else None
 
 
 def _mark_contiguous(stages: list[Stage]) -> None:

@@ -4,11 +4,13 @@ It reads the reference ``Model`` as an op graph and lowers it in up to two ways
 (variants): all in templates (fused elementwise, reduction with prologue/epilogue,
 GEMM with epilogue), and partial lowering (``lowering.py``: convolutions, GEMMs and
 other ops without a template as ATen library calls from the host code, the chains
-around them as fused kernels). The search tunes the templates' parameters: the first
-step proposes each variant's default (so the measured reward chooses, e.g., between
-the custom GEMM and cuBLAS with a fused epilogue); later ones change one or two
-parameters of the best correct configuration so far (else the first default),
-preferring moves that answer the latest critique's diagnosis; parameter values that
+around them as fused kernels), plus the partial lowering with each fusion boundary
+split in turn. The search tunes the templates' parameters: the first step proposes the
+default of each variant whose boundaries are all fused (so the measured reward chooses,
+e.g., between the custom GEMM and cuBLAS with a fused epilogue); later ones change one or
+two parameters of the best correct configuration so far (else the first default), or
+fuse or split at one fusion boundary, preferring moves that answer the latest critique's
+diagnosis and the kernel profile's heaviest stage; parameter values that
 came with a failure (and never with a success) are not used again, and no
 configuration is proposed twice. Tasks that neither variant covers get "unsupported"
 proposals naming the blocking op.
@@ -20,6 +22,7 @@ import hashlib
 import random
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from maxcode.evaluate.result import Status
@@ -71,9 +74,14 @@ def analyze_source(source: str, where: str = "task") -> Analysis:
     except (UnsupportedOp, CaptureError) as err:
         reasons.append(str(err))
     try:
-        partial = lower(export_graph(source, where))
+        graph = export_graph(source, where)
+        partial = lower(graph)
         if not variants or any(s.family == LIBRARY for s in partial.stages):
             variants.append(partial)
+            # Where the fusion boundaries fall: each fused boundary split in turn (the
+            # search reaches these by moves, not in its first step).
+            for boundary in sorted(b for b, fused in partial.boundaries.items() if fused):
+                variants.append(lower(graph, frozenset([boundary])))
     except (UnsupportedOp, CaptureError) as err:
         reasons.append(str(err))
     if not variants:
@@ -97,11 +105,25 @@ class OfflineCudaPolicy:
         default=0.25,
         metadata={"help": "relative weight of moves that change two parameters at once"},
     )
+    boundary_weight: float = field(
+        default=8.0,
+        metadata={
+            "help": "sampling weight of a move that fuses or splits at a fusion boundary (a "
+            "one-parameter move weighs 1), times preferred_weight per cue it follows"
+        },
+    )
     name: str = field(
         default="offline-cuda/1", metadata={"help": "recorded in every rollout record"}
     )
     offline: bool = field(
         default=True, metadata={"help": "a non-LLM policy; labelled offline in tables"}
+    )
+    tensor_core_gemm: bool = field(
+        default=False,
+        metadata={
+            "help": "let the search take the 3xTF32 tensor-core GEMM (FP32 accuracy); off by "
+            "default because the evaluator's static precision check rejects any TF32 code"
+        },
     )
     _cache: dict[str, Analysis] = field(default_factory=dict, init=False, repr=False)
     # Capture imports torch internals lazily; concurrent first captures must not interleave.
@@ -113,6 +135,10 @@ class OfflineCudaPolicy:
         if self.preferred_weight < 1.0:
             raise ValueError(
                 f"OfflineCudaPolicy.preferred_weight={self.preferred_weight}: must be >= 1 (1 ignores the critique)"
+            )
+        if self.boundary_weight <= 0.0:
+            raise ValueError(
+                f"OfflineCudaPolicy.boundary_weight={self.boundary_weight}: must be > 0"
             )
         if not 0.0 < self.two_param_weight <= 1.0:
             raise ValueError(
@@ -126,6 +152,9 @@ class OfflineCudaPolicy:
             if key not in self._cache:
                 self._cache[key] = analyze_source(source, where)
             return self._cache[key]
+
+    def _allowed(self, config: Config) -> bool:
+        return self.tensor_core_gemm or not any(p.get("tf32x3") for p in config)
 
     def propose(self, obs: Observation, k: int, rng: random.Random) -> list[Proposal]:
         if k < 1:
@@ -162,6 +191,8 @@ class OfflineCudaPolicy:
         focus = _critique_focus(obs)
         chosen: list[tuple[int, Config, list[str]]] = []
         for vi, variant_plan in enumerate(variants):  # every variant's default first
+            if not all(variant_plan.boundaries.values()):
+                continue  # a split fusion boundary: reached by a move from the fused plan
             defaults = [space.default(s) for s in variant_plan.stages]
             vbad = _bad_values([a for a in history if a.meta.get("variant", 0) == vi])
             key = config_key(defaults, vi)
@@ -174,22 +205,41 @@ class OfflineCudaPolicy:
                 config = [dict(b) for b in base]
                 config[si] = p
                 changed = [f"{si}.{key}" for key in keys]
-                if config_key(config, v) in tried or _uses_bad(config, bad, changed):
+                if (
+                    config_key(config, v) in tried
+                    or _uses_bad(config, bad, changed)
+                    or not self._allowed(config)
+                ):
                     continue
                 weight = (1.0 if len(keys) == 1 else self.two_param_weight) * (
                     self.preferred_weight ** space.cue_weight(stage, base[si], p, focus)
                 )
-                moves.append((config, changed, weight))
+                moves.append((v, config, changed, weight))
+        hot = _hot_boundaries(plan, base_attempt)
+        for vi, other in enumerate(variants):  # move a fusion boundary: fuse or split
+            flipped = _flipped(plan.boundaries, other.boundaries)
+            if vi == v or flipped is None:
+                continue
+            config = _carry(plan, base, other)
+            if config_key(config, vi) in tried:
+                continue
+            fuse = other.boundaries[flipped]
+            cues = (len(focus & {"memory", "latency"}) if fuse else int("compute" in focus)) + int(
+                flipped in hot
+            )
+            moves.append(
+                (vi, config, [flipped], self.boundary_weight * self.preferred_weight**cues)
+            )
         # Weighted sampling without replacement (Efraimidis-Spirakis keys), seeded.
-        moves.sort(key=lambda m: rng.random() ** (1.0 / m[2]), reverse=True)
-        for config, changed, _ in moves:
+        moves.sort(key=lambda m: rng.random() ** (1.0 / m[3]), reverse=True)
+        for vi, config, changed, _ in moves:
             if len(chosen) >= k:
                 break
-            if config_key(config, v) not in tried:
-                tried.add(config_key(config, v))
-                chosen.append((v, config, changed))
+            if config_key(config, vi) not in tried:
+                tried.add(config_key(config, vi))
+                chosen.append((vi, config, changed))
         if len(chosen) < k:  # the neighbourhood is used up: any untried configuration
-            for config in _untried(plan, tried, bad, rng, v):
+            for config in _untried(plan, tried, bad, rng, v, self._allowed):
                 if len(chosen) >= k:
                     break
                 if config_key(config, v) not in tried:
@@ -255,7 +305,12 @@ def _uses_bad(config: Config, bad: set[tuple[str, int]], keys: list[str]) -> boo
 
 
 def _untried(
-    plan: Plan, tried: set[str], bad: set[tuple[str, int]], rng: random.Random, variant: int
+    plan: Plan,
+    tried: set[str],
+    bad: set[tuple[str, int]],
+    rng: random.Random,
+    variant: int,
+    allowed: Callable[[Config], bool],
 ) -> list[Config]:
     per_stage = [space.all_configs(s) for s in plan.stages]
     defaults = [space.default(s) for s in plan.stages]
@@ -269,8 +324,51 @@ def _untried(
     return [
         c
         for c in configs
-        if config_key(c, variant) not in tried and not _uses_bad(c, bad, _all_keys(c))
+        if config_key(c, variant) not in tried
+        and not _uses_bad(c, bad, _all_keys(c))
+        and allowed(c)
     ]
+
+
+def _flipped(base: dict[str, bool], other: dict[str, bool]) -> str | None:
+    """The one fusion boundary ``other`` places differently from ``base`` (None: not one).
+    A boundary only one of them has is a consequence (a pooling can be read inside a
+    reduction only while the reduction's prologue is fused) and does not count."""
+    differ = [b for b in base if b in other and base[b] != other[b]]
+    return differ[0] if len(differ) == 1 else None
+
+
+def _carry(plan: Plan, config: Config, other: Plan) -> Config:
+    """``config`` moved to ``other``'s stages: a stage computing the same node with the same
+    template keeps its parameters, the others start at their defaults."""
+    tuned = {
+        (s.extra.get("node"), space.variant(s)): p for s, p in zip(plan.stages, config, strict=True)
+    }
+    return [
+        dict(tuned.get((s.extra.get("node"), space.variant(s)), space.default(s)))
+        for s in other.stages
+    ]
+
+
+# Kernel names the templates give each stage (ew3_vector, red5_rows<true>, stats1_stats, ...),
+# as the profiler prints them ("void red5_rows<true>(float const*, ...)").
+_STAGE_KERNEL = re.compile(
+    r"\b(?:ew|red|gemm|stats|scan)(\d+)_(?:vector|scalar|rows|cols|partials|finish|gemm|stats)\b"
+)
+
+
+def _hot_boundaries(plan: Plan, attempt: Attempt | None) -> set[str]:
+    """Fusion boundaries of the stage that takes the most GPU time in ``attempt``'s kernel
+    profile (present when the method profiles); none when a library kernel dominates."""
+    profile = attempt.result.profile if attempt is not None else None
+    rows = profile.get("functions") if isinstance(profile, dict) else None
+    if not rows or not isinstance(rows[0], dict):
+        return set()
+    top = max(rows, key=lambda r: float(r.get("time_us") or 0.0))
+    match = _STAGE_KERNEL.search(str(top.get("function", "")))
+    if match is None or int(match.group(1)) >= len(plan.stages):
+        return set()
+    return set(plan.stages[int(match.group(1))].extra.get("boundaries", ()))
 
 
 def _critique_focus(obs: Observation) -> set[str]:

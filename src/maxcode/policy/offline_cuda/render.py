@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import textwrap
 from dataclasses import dataclass
 
@@ -56,9 +57,33 @@ def _stage_params(stage: Stage, scalars: list[str]) -> tuple[str, str, list[str]
         if t.role == "block2":
             params += [f"long innerb{i}", f"long midb{i}"]
             args += [f"innerb{i}", f"midb{i}"]
+        if t.role == "pool":
+            sizes = _pool_args(i, len(t.pool["kernel"]))
+            params += [f"long {a}" for a in sizes]
+            args += sizes
     params += [f"float s{i}" for i in range(len(scalars))]
     args += [f"s{i}" for i in range(len(scalars))]
     return ", ".join(params), ", ".join(args), args
+
+
+def _pool_args(i: int, k: int, si: int | None = None) -> list[str]:
+    """Names of a pooled tensor's input and output sizes along its ``k`` pooled dims (in the
+    kernel, or, with the stage index ``si``, in the host binding)."""
+    at = f"{si}_{i}" if si is not None else f"{i}"
+    return [f"pin{at}_{d}" for d in range(k)] + [f"pout{at}_{d}" for d in range(k)]
+
+
+def _window(ns: str, i: int, pool: dict) -> str:
+    """The device function reading tensor ``i``'s pooling window (``window.cuh.j2``)."""
+    k = len(pool["kernel"])
+    index = f"(o0 * {pool['stride'][0]} + w0)"
+    for d in range(1, k):
+        index = f"({index}) * in{d} + (o{d} * {pool['stride'][d]} + w{d})"
+    return (
+        environment()
+        .get_template("window.cuh.j2")
+        .render(ns=ns, i=i, index=index, count=math.prod(pool["kernel"]), **pool)
+    )
 
 
 def _block_args(i: int, two: bool, bare: bool = False) -> list[str]:
@@ -106,7 +131,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             "out": f"o{si}",
             "split": False,
             "tensors": [
-                {"role": t.role, "block": t.block, "py": t.py, "var": v}
+                {"role": t.role, "block": t.block, "py": t.py, "var": v, "pool": t.pool}
                 for t, v in zip(stage.tensors, tvars, strict=True)
             ],
         }
@@ -178,18 +203,31 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 eps=ex["eps"],
             )
             cuda_parts.append(env.get_template("common.cuh.j2").render(ctx))
+            cuda_parts += [
+                _window(ns, i, t.pool) for i, t in enumerate(stage.tensors) if t.role == "pool"
+            ]
             template = "reduction_split.cu.j2" if split else "reduction.cu.j2"
             cuda_parts.append(env.get_template(template).render(ctx))
-            ref = next(v for t, v in zip(stage.tensors, tvars, strict=True) if t.role == "full")
+            full = [v for t, v in zip(stage.tensors, tvars, strict=True) if t.role == "full"]
+            pooled = next((t for t in stage.tensors if t.role == "pool"), None)
+            bargs = []
+            for i, t in enumerate(stage.tensors):  # in _stage_params' order
+                if t.role == "block":
+                    bargs += [f"{x}{si}_{i}" for x in _block_args(i, False, bare=True)]
+                elif t.role == "pool":
+                    bargs += _pool_args(i, len(t.pool["kernel"]), si)
             host.update(
-                ref=ref,
+                groups=ex.get("groups", 1),
+                # the sizes come from a full operand, else from a pooling's input
+                ref=full[0] if full else tvars[stage.tensors.index(pooled)],
+                pooled=None if full else {**pooled.pool, "py": pooled.py},
                 dim=ex["dim"],
                 dim_end=ex["dim_end"],
                 reduced_out=ex["reduced_out"],
                 keepdim=ex["keepdim"],
                 split=split,
                 decl=f"{kparams}, float* out, {'float* work, ' if split else ''}long outer, int R, long inner",
-                call=", ".join(call_ptrs + sargs),
+                call=", ".join(call_ptrs + bargs + sargs),
             )
         else:
             ex = stage.extra
@@ -200,7 +238,12 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 trans_a=ex["trans_a"],
                 trans_b=ex["trans_b"],
             )
-            cuda_parts.append(env.get_template("gemm.cu.j2").render(ctx))
+            if p.get("tf32x3"):
+                if "#include <mma.h>" not in cuda_parts:
+                    cuda_parts.insert(3, "#include <mma.h>")
+                cuda_parts.append(env.get_template("gemm_3xtf32.cu.j2").render(ctx))
+            else:
+                cuda_parts.append(env.get_template("gemm.cu.j2").render(ctx))
             for operand in (ex["a"], ex["b"]):
                 if operand not in host_tensors:
                     host_tensors.append(operand)

@@ -41,12 +41,15 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
     "library-conv": {"channels_last": (0, 1)},
     "stats": {"threads": (128, 256, 512, 1024), "welford": (0, 1)},
     "scan": {"threads": (128, 256, 512, 1024)},
+    # tf32x3: 0 the FP32 SIMT template (gemm.cu.j2), 1 tensor cores at FP32 accuracy
+    # (3xTF32 split precision, gemm_3xtf32.cu.j2: warp tiles of 32 x 32, no tm / tn).
     "gemm": {
         "bm": (32, 64, 128),
         "bn": (32, 64, 128),
         "bk": (8, 16, 32),
         "tm": (2, 4, 8),
         "tn": (2, 4, 8),
+        "tf32x3": (0, 1),
     },
 }
 # Bottleneck class -> (parameter, direction): +1 larger values, -1 smaller, 0 any change.
@@ -74,7 +77,7 @@ CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
         "reduction-row": (("unroll", 1),),
         "reduction-split": (("threads", 1),),
         "reduction-strided": (("unroll", 1),),
-        "gemm": (("tm", 1), ("tn", 1)),
+        "gemm": (("tm", 1), ("tn", 1), ("tf32x3", 1)),
         "library-conv": (("channels_last", 0),),
     },
 }
@@ -108,6 +111,13 @@ def valid(var: str, p: dict[str, int], stage: Stage) -> bool:
         return p["tpr"] * p["rpb"] <= 1024
     if var == "reduction-strided":
         return p["bx"] * p["by"] <= 1024
+    if var == "gemm" and p["tf32x3"]:
+        # Register tiles do not apply: only their defaults, so a configuration is not
+        # repeated under other tm / tn values.
+        if (p["tm"], p["tn"]) != (4, 4):
+            return False
+        smem = 4 * (p["bm"] * (p["bk"] + 4) + p["bk"] * (p["bn"] + 4) + p["bm"] * p["bn"] // 4)
+        return p["bm"] * p["bn"] >= 2 * 32 * 32 and smem <= 48 * 1024
     if var == "gemm":
         if p["bm"] % p["tm"] or p["bn"] % p["tn"]:
             return False
@@ -150,7 +160,7 @@ def default(stage: Stage) -> dict[str, int]:
         while columns * by < SM_THREADS and by < 8 and bx * by * 2 <= 1024:
             by *= 2
         return {"bx": bx, "by": by, "unroll": 4}
-    return {"bm": 64, "bn": 64, "bk": 16, "tm": 4, "tn": 4}
+    return {"bm": 64, "bn": 64, "bk": 16, "tm": 4, "tn": 4, "tf32x3": 0}
 
 
 def all_configs(stage: Stage) -> list[dict[str, int]]:

@@ -1,0 +1,228 @@
+"""GEMM on tensor cores at FP32 accuracy (3xTF32 split precision) as a choice of the search:
+the arithmetic emulated on the CPU against KernelBench's tolerance, the parameter the search
+moves (and the compute-bound critique favours), static checks and nvcc."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from maxcode.evaluate.cuda.checks import static_findings
+from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
+from maxcode.policy.offline_cuda.render import render
+from maxcode.tasks.builtin_cuda import load_builtin_cuda
+
+TOLERANCE = 1e-4  # KernelBench's atol = rtol for float32
+
+
+def tf32(x: torch.Tensor, rounding: str) -> torch.Tensor:
+    """``x`` with 10 explicit mantissa bits: the low 13 bits masked (truncation), or rounded to
+    nearest with ties away from zero (as cvt.rna.tf32.f32 on the GPU)."""
+    bits = x.contiguous().view(torch.int32)
+    if rounding == "nearest":
+        bits = bits + 0x1000
+    return (bits & ~0x1FFF).view(torch.float32)
+
+
+def three_tf32(a: torch.Tensor, b: torch.Tensor, rounding: str) -> torch.Tensor:
+    """The template's sum a_lo b_hi + a_hi b_lo + a_hi b_hi. Products of TF32 values are exact
+    in FP32 and the sums are taken in float64 here: what is measured is the split's own error;
+    the kernel's FP32 accumulation adds the rounding every FP32 GEMM has (measured below)."""
+    a_hi, b_hi = tf32(a, rounding), tf32(b, rounding)
+    a_lo, b_lo = tf32(a - a_hi, rounding), tf32(b - b_hi, rounding)
+    terms = [(a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi)]
+    return sum(x.double() @ y.double() for x, y in terms)
+
+
+# (M, K, N) of KernelBench-like GEMMs (level 1 square / tall matmuls, level 2 Linear layers)
+# with randn inputs, scaled to run on two CPU cores in about a second; K kept large.
+SHAPES = [(256, 4096, 256), (128, 8192, 512), (512, 1024, 512)]
+
+
+@pytest.mark.parametrize("rounding", ["truncate", "nearest"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_three_tf32_stays_within_tolerance_where_plain_tf32_does_not(shape, rounding):
+    m, k, n = shape
+    gen = torch.Generator().manual_seed(m + k + n)
+    a = torch.randn(m, k, generator=gen)
+    b = torch.randn(k, n, generator=gen)
+    reference = a @ b  # FP32, as the reference model computes it
+    split = three_tf32(a, b, rounding)
+    plain = tf32(a, rounding).double() @ tf32(b, rounding).double()
+    assert torch.allclose(split.float(), reference, atol=TOLERANCE, rtol=TOLERANCE)
+    assert not torch.allclose(plain.float(), reference, atol=TOLERANCE, rtol=TOLERANCE)
+    exact = a.double() @ b.double()
+    fp32_error = (reference.double() - exact).abs().max()
+    # the split's error is of the order of FP32's own rounding, TF32's is 1000 times larger
+    assert (split - exact).abs().max() < 2 * fp32_error
+    assert (plain - exact).abs().max() > 100 * fp32_error
+
+
+@pytest.fixture(scope="module")
+def gemm_plans():
+    policy = OfflineCudaPolicy()
+    plans = {}
+    for task in load_builtin_cuda():
+        plan = policy.analyze(task.reference_source).plan
+        if plan is not None and plan.family == "gemm":
+            plans[task.metadata["file_name"]] = plan
+    return plans
+
+
+def test_the_tensor_core_gemm_is_one_move_from_the_default_and_answers_compute(gemm_plans):
+    stage = gemm_plans["1_Linear_ReLU_BiasAdd.py"].stages[0]
+    base = space.default(stage)
+    assert base["tf32x3"] == 0  # the FP32 template first: the measured reward decides
+    tensor_cores = {**base, "tf32x3": 1}
+    moves = [p for p, keys in space.neighbours(stage, base) if keys == ["tf32x3"]]
+    assert moves == [tensor_cores]
+    assert space.cue_weight(stage, base, tensor_cores, {"compute"}) == 1.0
+    assert space.cue_weight(stage, base, tensor_cores, {"latency"}) == 0.0
+    configs = [c for c in space.all_configs(stage) if c["tf32x3"]]
+    # register tiles do not apply to the tensor-core kernel: one configuration per tile shape
+    assert len(configs) == len({(c["bm"], c["bn"], c["bk"]) for c in configs}) > 4
+
+
+def test_tensor_core_candidates_launch_their_own_kernel_and_leave_torch_settings_alone(gemm_plans):
+    """The kernel is the candidate's own, and no torch flag is touched; the evaluator's static
+    precision check still flags it (it cannot tell a 3xTF32 split from plain TF32), which is
+    why the policy takes this choice only when ``tensor_core_gemm`` is set."""
+    for plan in gemm_plans.values():
+        params = [space.default(s) for s in plan.stages]
+        params[0]["tf32x3"] = 1
+        rendered = render(plan, params, "offline-cuda/1")
+        assert "mma_sync" in rendered.cuda and "__float_to_tf32" in rendered.cuda
+        assert [f.check_id for f in static_findings(rendered.source)] == ["precision_downgrade"]
+        python = rendered.source.split('cuda_source = r"""')[0] + rendered.source.split("ext = ")[1]
+        assert not any(flag in python for flag in ("allow_tf32", "set_float32_matmul", "backends"))
+
+
+def _observe(task, attempts=(), critique=""):
+    from maxcode.evaluate.result import EvalResult, Status, Timing
+    from maxcode.search.types import Attempt, Critique, Observation
+
+    history = [
+        Attempt(
+            step=0,
+            index=i,
+            candidate_id=f"c{i}",
+            source=p.source,
+            result=EvalResult(status=Status.OK, timing=Timing("cuda_events", "ms", 1.0, 1.0)),
+            reward=2.0 if p.meta["variant"] == 0 else 1.0,  # the GEMM template is the best
+            critique=Critique(critique, "offline-rules/1", True) if critique else None,
+            meta=p.meta,
+        )
+        for i, p in enumerate(attempts)
+    ]
+    best = max(history, key=lambda a: a.reward, default=None)
+    return Observation(task, len(history), 8, history, best, 0.0, True, "t")
+
+
+def test_the_search_takes_the_tensor_core_gemm_only_when_enabled(gemm_plans):
+    import random
+
+    task = next(
+        t for t in load_builtin_cuda() if t.metadata["file_name"] == "1_Linear_ReLU_BiasAdd.py"
+    )
+    compute = "Correct, 1.10x faster than the reference; compute bound (91% of peak FLOP/s)."
+    latency = (
+        "Correct, 1.10x faster than the reference; latency or launch bound: neither is near peak."
+    )
+
+    def tensor_core_share(policy: OfflineCudaPolicy, critique: str) -> float:
+        first = policy.propose(_observe(task), 2, random.Random(0))
+        picks = [
+            p.meta["params"][0]["tf32x3"]
+            for seed in range(16)
+            for p in policy.propose(_observe(task, first, critique), 4, random.Random(seed))
+            if p.source is not None and p.meta["variant"] == 0
+        ]
+        return sum(picks) / len(picks)
+
+    assert tensor_core_share(OfflineCudaPolicy(), compute) == 0.0
+    enabled = OfflineCudaPolicy(tensor_core_gemm=True)
+    assert tensor_core_share(enabled, compute) > tensor_core_share(enabled, latency) > 0.0
+
+
+@pytest.mark.slow
+def test_tensor_core_gemms_compile_with_nvcc(gemm_plans, tmp_path: Path):
+    """Every built-in GEMM task (plain, batched, transposed B, with a softmax after it) with
+    3xTF32, in one nvcc run for the project's target architecture."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    units = ["#include <cuda_runtime.h>", "#include <cstdint>", "#include <cmath>"]
+    units.append("#include <mma.h>")
+    for i, (name, plan) in enumerate(sorted(gemm_plans.items())):
+        params = [space.default(s) for s in plan.stages]
+        params[0].update(tf32x3=1, bm=128 if i % 2 else 64, bk=8 * (1 + i % 2))
+        cuda = render(plan, params, "offline-cuda/1").cuda
+        body = "\n".join(x for x in cuda.splitlines() if not x.startswith("#include"))
+        units.append(f"namespace unit{i} {{  // {name}\n{body}\n}}")
+    (tmp_path / "k.cu").write_text("\n".join(units))
+    proc = subprocess.run(
+        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _has_gpu() -> bool:
+    from maxcode.evaluate.cuda.figures import detect_cuda_arch
+
+    return shutil.which("nvidia-smi") is not None and bool(detect_cuda_arch())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU")
+@pytest.mark.parametrize(
+    "file_name",
+    [
+        "8_Square_matmul.py",
+        "9_Batched_matmul.py",
+        "1_Linear_ReLU_BiasAdd.py",
+        "5_Matmul_Scale_Softmax.py",
+    ],
+)
+def test_tensor_core_gemm_matches_the_fp32_reference_on_a_gpu(
+    gemm_plans, file_name, tmp_path: Path, monkeypatch
+):
+    """Built and run directly (the evaluator's static check refuses TF32 code before running
+    it): each built-in GEMM task with 3xTF32 against the FP32 reference at atol = rtol = 1e-4,
+    with torch's TF32 switches left at their defaults (off)."""
+    import importlib.util
+
+    from maxcode.policy.offline_cuda.graph import load_problem
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    assert not torch.backends.cuda.matmul.allow_tf32
+    task = next(t for t in load_builtin_cuda() if t.metadata["file_name"] == file_name)
+    plan = gemm_plans[file_name]
+    params = [space.default(s) for s in plan.stages]
+    params[0]["tf32x3"] = 1
+    (tmp_path / "candidate.py").write_text(render(plan, params, "offline-cuda/1").source)
+    spec = importlib.util.spec_from_file_location("candidate", tmp_path / "candidate.py")
+    candidate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(candidate)
+    problem = load_problem(task.reference_source, file_name)
+    init = problem.get_init_inputs()
+    torch.manual_seed(0)
+    reference = problem.Model(*init).cuda()
+    torch.manual_seed(0)
+    new = candidate.ModelNew(*init).cuda()
+    for trial in range(3):
+        torch.manual_seed(trial)
+        inputs = [x.cuda() for x in problem.get_inputs()]
+        with torch.no_grad():
+            expected, got = reference(*inputs), new(*inputs)
+        assert torch.allclose(got, expected, atol=TOLERANCE, rtol=TOLERANCE), (
+            (got - expected).abs().max().item()
+        )
+    assert not torch.backends.cuda.matmul.allow_tf32
