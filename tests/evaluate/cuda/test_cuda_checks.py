@@ -99,6 +99,28 @@ def test_precision_check_is_skipped_for_half_precision_tasks():
     assert [f.check_id for f in static_findings(src, reference_is_fp32=False)] == []
 
 
+TF32_HI_ONLY = """
+__global__ void g(const float* a, float* out) {
+    float h = nvcuda::wmma::__float_to_tf32(a[threadIdx.x]);
+    out[threadIdx.x] = h;  // then one TF32 mma_sync on hi: TF32 accuracy
+}
+"""
+
+
+def test_plain_tf32_tensor_cores_are_a_precision_downgrade():
+    assert "precision_downgrade" in ids(f'import torch\nsrc = r"""{TF32_HI_ONLY}"""\n')
+
+
+def test_a_3xtf32_split_keeps_fp32_accuracy_and_passes_but_half_beside_it_does_not():
+    split = TF32_HI_ONLY.replace(
+        "out[threadIdx.x] = h;",
+        "float l = nvcuda::wmma::__float_to_tf32(a[threadIdx.x] - h); out[threadIdx.x] = h + l;",
+    )
+    assert ids(f'import torch\nsrc = r"""{split}"""\n') == []
+    with_half = split.replace("float l", "__half q; float l")
+    assert "precision_downgrade" in ids(f'import torch\nsrc = r"""{with_half}"""\n')
+
+
 def test_findings_follow_the_fixed_check_order_and_name_the_check():
     src = "import threading\nimport gc\nobjs = gc.get_objects()\ny = x.half()\n"
     found = static_findings(src)

@@ -136,6 +136,13 @@ _PRECISION_PY = re.compile(
 _PRECISION_C = re.compile(
     r"\b(__half2?|half2|__nv_bfloat162?|__float2half\w*|__float2bfloat16\w*|wmma::|mma\.sync|tf32)\b|at::kHalf|at::kBFloat16"
 )
+_HALF_C = re.compile(
+    r"\b(__half2?|half2|__nv_bfloat162?|__float2half\w*|__float2bfloat16\w*)\b|at::kHalf|at::kBFloat16"
+)
+# Rationale: 3xTF32 keeps FP32 accuracy on tensor cores: x = hi + lo with hi = tf32(x) and
+# lo = tf32(x - hi), and a product sums a_lo*b_hi + a_hi*b_lo + a_hi*b_hi. TF32 code that
+# rounds such a residual is that split; plain TF32 (hi only) has no residual to round.
+_TF32_SPLIT_C = re.compile(r"__float_to_tf32\s*\(\s*[\w.\[\]]+\s*-\s*[\w.\[\]]+\s*\)")
 # Rationale: walking the heap or the caller's frames finds the reference model or its outputs.
 _INTROSPECTION_PY = re.compile(
     r"gc\s*\.\s*get_(objects|referrers|referents)|sys\s*\.\s*_getframe|inspect\s*\.\s*(stack|currentframe|getouterframes)"
@@ -212,7 +219,8 @@ def static_findings(source: str, reference_is_fp32: bool = True) -> list[Finding
     hit("timing_patch", _TIMING_PY, py_code, "Python code")
     if reference_is_fp32:
         hit("precision_downgrade", _PRECISION_PY, py_code, "Python code")
-        hit("precision_downgrade", _PRECISION_C, c_code, "CUDA/C++ code")
+        tf32_split = _TF32_SPLIT_C.search(c_code) is not None
+        hit("precision_downgrade", _HALF_C if tf32_split else _PRECISION_C, c_code, "CUDA/C++ code")
     hit("harness_introspection", _INTROSPECTION_PY, py_code, "Python code")
     deduped: dict[str, Finding] = {}
     for f in findings:

@@ -74,7 +74,8 @@ from maxcode.tasks.model import Task
 # 2: references' torch.compile works in the sandbox (figures cached by version 1 lack it).
 # 3: the reference is timed when a candidate of the task is first correct; the GPU is shared.
 # 4: the TF32 setting is part of the key (and of every figure set).
-EVALUATOR_VERSION = "4"
+# 5: TF32 code with a 3xTF32 split passes the static precision check.
+EVALUATOR_VERSION = "5"
 # Imported by every candidate's process for torch.compile and the profiler; preloaded in the
 # zygote when a forked probe shows the GPU still works after importing them.
 FORK_SAFE_IF_PROBED = (

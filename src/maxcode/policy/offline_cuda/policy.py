@@ -22,7 +22,6 @@ import hashlib
 import random
 import re
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from maxcode.evaluate.result import Status
@@ -118,13 +117,6 @@ class OfflineCudaPolicy:
     offline: bool = field(
         default=True, metadata={"help": "a non-LLM policy; labelled offline in tables"}
     )
-    tensor_core_gemm: bool = field(
-        default=False,
-        metadata={
-            "help": "let the search take the 3xTF32 tensor-core GEMM (FP32 accuracy); off by "
-            "default because the evaluator's static precision check rejects any TF32 code"
-        },
-    )
     _cache: dict[str, Analysis] = field(default_factory=dict, init=False, repr=False)
     # Capture imports torch internals lazily; concurrent first captures must not interleave.
     _lock: threading.Lock = field(
@@ -152,9 +144,6 @@ class OfflineCudaPolicy:
             if key not in self._cache:
                 self._cache[key] = analyze_source(source, where)
             return self._cache[key]
-
-    def _allowed(self, config: Config) -> bool:
-        return self.tensor_core_gemm or not any(p.get("tf32x3") for p in config)
 
     def propose(self, obs: Observation, k: int, rng: random.Random) -> list[Proposal]:
         if k < 1:
@@ -205,11 +194,7 @@ class OfflineCudaPolicy:
                 config = [dict(b) for b in base]
                 config[si] = p
                 changed = [f"{si}.{key}" for key in keys]
-                if (
-                    config_key(config, v) in tried
-                    or _uses_bad(config, bad, changed)
-                    or not self._allowed(config)
-                ):
+                if config_key(config, v) in tried or _uses_bad(config, bad, changed):
                     continue
                 weight = (1.0 if len(keys) == 1 else self.two_param_weight) * (
                     self.preferred_weight ** space.cue_weight(stage, base[si], p, focus)
@@ -239,7 +224,7 @@ class OfflineCudaPolicy:
                 tried.add(config_key(config, vi))
                 chosen.append((vi, config, changed))
         if len(chosen) < k:  # the neighbourhood is used up: any untried configuration
-            for config in _untried(plan, tried, bad, rng, v, self._allowed):
+            for config in _untried(plan, tried, bad, rng, v):
                 if len(chosen) >= k:
                     break
                 if config_key(config, v) not in tried:
@@ -310,7 +295,6 @@ def _untried(
     bad: set[tuple[str, int]],
     rng: random.Random,
     variant: int,
-    allowed: Callable[[Config], bool],
 ) -> list[Config]:
     per_stage = [space.all_configs(s) for s in plan.stages]
     defaults = [space.default(s) for s in plan.stages]
@@ -324,9 +308,7 @@ def _untried(
     return [
         c
         for c in configs
-        if config_key(c, variant) not in tried
-        and not _uses_bad(c, bad, _all_keys(c))
-        and allowed(c)
+        if config_key(c, variant) not in tried and not _uses_bad(c, bad, _all_keys(c))
     ]
 
 
