@@ -58,27 +58,83 @@ functions were not moved.
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
 import csv
+import inspect
+import json
 import os
+import random
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from public_candidates import kernel_files, problem_copy, round_robin
 from result_json import add_json_argument, headline, write_result
 
-from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
-from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR
-from maxcode.evaluate.cuda.evaluator import _Job
-from maxcode.evaluate.cuda.figures import detect_cuda_arch
-from maxcode.tasks.kernelbench import load_problem_file
-from maxcode.tasks.model import Task
+from maxcode.evaluate.cuda.build import NVCC_TIME_DIR_VAR, ExtensionSpec
+
+if TYPE_CHECKING:
+    from maxcode.evaluate.cuda import CudaEvaluator
+    from maxcode.tasks.model import Task
+
+# Only the build module is imported at the top: ``--builds`` runs this file again as a build
+# worker under another checkout's ``src`` (``--serve``), which must find what it imports.
+_SPEC_ARGS = (
+    "name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags",
+    "extra_ldflags", "extra_include_paths", "no_implicit_headers",
+)  # fmt: skip
+
+
+def _value(node: ast.AST, names: dict[str, object]) -> object:
+    """A string, list of strings or name bound to one at module level; else ValueError."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str | bool):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if isinstance(node, ast.List):
+        return [_value(e, names) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        return {
+            _value(k, names): _value(v, names) for k, v in zip(node.keys, node.values, strict=True)
+        }  # type: ignore[arg-type]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _value(node.left, names), _value(node.right, names)
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+    raise ValueError(f"not a literal: {ast.unparse(node)[:60]}")
+
+
+def specs_in(source: str) -> list[ExtensionSpec]:
+    """The ``load_inline`` calls of a candidate whose arguments are literals or module-level
+    names bound to them (every real candidate here; others raise ValueError)."""
+    tree = ast.parse(source)
+    names: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                with contextlib.suppress(ValueError):
+                    names[target.id] = _value(node.value, names)
+    specs = []
+    for node in ast.walk(tree):
+        func = getattr(node, "func", None)
+        if (
+            isinstance(node, ast.Call)
+            and getattr(func, "id", getattr(func, "attr", "")) == "load_inline"
+        ):
+            kwargs = {k.arg: _value(k.value, names) for k in node.keywords if k.arg in _SPEC_ARGS}
+            specs.append(ExtensionSpec.from_load_inline(**kwargs))  # type: ignore[arg-type]
+    return specs
+
 
 _OFF = {"host_pch": False, "light_cuda_headers": False, "split": False, "light_host": False,
         "ahead": False, "wait_pch": True}  # fmt: skip
@@ -95,6 +151,8 @@ VARIANTS = {
 
 def real_candidates(kb: Path, limit: int) -> list[tuple[str, Task, str]]:
     """(label, task, source) of candidates that call load_inline, runs interleaved."""
+    from maxcode.tasks.kernelbench import load_problem_file
+
     problems = problem_copy(kb)
     per_run = []
     for files in kernel_files(kb / "runs"):
@@ -111,6 +169,278 @@ def real_candidates(kb: Path, limit: int) -> list[tuple[str, Task, str]]:
             f"no load_inline candidates under {kb / 'runs'}; set --kb (or $KB) to the material"
         )
     return out
+
+
+# ``--builds``: the build cache alone, compile only (no GPU, no compile job). A variant is a
+# checkout's ``src`` and the BuildCache settings changed from the evaluator's defaults.
+BUILD_DEFAULTS = {"host_pch": True, "light_cuda_headers": True, "split_host": True,
+                  "light_host_headers": True}  # fmt: skip
+BUILD_VARIANTS = {
+    "defaults": {},
+    "no split": {"split_host": False},  # the .cu at its lightest header tier
+    "no ATen ops": {"split_host": False, "light_cuda_headers": False},  # the .cu as written
+    "no core set": {"light_host_headers": False},  # the binding with torch/extension.h's PCH
+    "no PCH": {"host_pch": False},  # the binding parses torch/extension.h
+}
+
+
+# Headers of CUDA's libraries (ATen/cuda/ includes cuBLAS's and cuSPARSE's): a toolkit
+# without them (nvcc alone) cannot compile a call that includes them.
+_LIBRARY_HEADERS = re.compile(
+    r"#\s*include\s*[<\"](ATen/cuda/|cublas|cusparse|cusolver|cufft|curand|cudnn)"
+)
+
+
+def build_sample(kb: Path, per_level: int, seed: int) -> list[tuple[str, ExtensionSpec]]:
+    """(label, spec) of ``per_level`` load_inline calls with CUDA sources drawn from each
+    KernelBench level of the runs under ``$KB/runs`` (``random.Random(seed)``), levels
+    interleaved; where the CUDA toolkit has no cuBLAS headers, from the calls that include
+    none of the CUDA libraries' headers."""
+    from maxcode.evaluate.cuda.build import cuda_home
+
+    libraries = Path(cuda_home() or "/usr/local/cuda", "include", "cublas_v2.h").is_file()
+    by_level: dict[int, list[tuple[str, ExtensionSpec]]] = defaultdict(list)
+    for files in kernel_files(kb / "runs"):
+        for f in files:
+            with contextlib.suppress(SyntaxError, ValueError):
+                by_level[f.level] += [
+                    (f.key, s)
+                    for s in specs_in(f.source)
+                    if s.with_cuda
+                    and (
+                        libraries
+                        or not any(map(_LIBRARY_HEADERS.search, s.cpp_sources + s.cuda_sources))
+                    )
+                ]
+    if not by_level:
+        sys.exit(f"no load_inline candidates under {kb / 'runs'}; set --kb (or $KB)")
+    rng = random.Random(seed)
+    drawn = [rng.sample(by_level[lv], min(per_level, len(by_level[lv]))) for lv in sorted(by_level)]
+    return round_robin(drawn, per_level * len(drawn))
+
+
+def parse_builds(text: str) -> list[tuple[str, Path, str]]:
+    """``LABEL=SRC[:VARIANT],...`` as (label, src, variant)."""
+    out = []
+    for item in filter(None, text.split(",")):
+        label, _, rest = item.partition("=")
+        src, _, variant = rest.partition(":")
+        variant = variant or "defaults"
+        if not label or not src or variant not in BUILD_VARIANTS:
+            sys.exit(
+                f"--builds: {item!r} is not LABEL=SRC[:VARIANT] with VARIANT one of "
+                f"{sorted(BUILD_VARIANTS)}"
+            )
+        if not (Path(src) / "maxcode").is_dir():
+            sys.exit(f"--builds: {src} holds no maxcode package; give a checkout's src folder")
+        out.append((label, Path(src).resolve(), variant))
+    return out
+
+
+class BuildWorker:
+    """This file run with ``--serve`` under ``src``: one BuildCache in its own empty cache,
+    asked by JSON lines on stdin, answering on stdout."""
+
+    def __init__(self, src: Path, variant: str, arch: str, root: Path, stubs: Path):
+        options = {**BUILD_DEFAULTS, **BUILD_VARIANTS[variant], "arch": arch, "root": str(root)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{src}{os.pathsep}{Path(__file__).parent}",
+            "LIBRARY_PATH": os.pathsep.join(
+                filter(None, [str(stubs), os.environ.get("LIBRARY_PATH")])
+            ),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", json.dumps(options)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+
+    def ask(self, request: dict) -> dict:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            sys.exit(f"build worker {self.proc.args[-1]} died (exit {self.proc.wait()})")
+        return json.loads(line)
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def link_stubs(folder: Path) -> Path:
+    """Empty ``libc10_cuda.so``/``libtorch_cuda.so`` where torch (a CPU build) has none, so
+    that builds link here as on a GPU machine (the extensions are never loaded)."""
+    import torch
+
+    folder.mkdir()
+    (folder / "empty.c").write_text("")
+    for name in ("c10_cuda", "torch_cuda"):
+        if not (Path(torch.__file__).parent / "lib" / f"lib{name}.so").exists():
+            cmd = [
+                "cc",
+                "-shared",
+                "-fPIC",
+                f"-Wl,-soname,lib{name}.so",
+                "-o",
+                f"lib{name}.so",
+                "empty.c",
+            ]
+            subprocess.run(cmd, cwd=folder, check=True)
+    return folder
+
+
+def serve(options: dict) -> None:
+    """The worker's side of :class:`BuildWorker` (imports the ``src`` on its PYTHONPATH):
+    ``prepare`` builds the precompiled headers (``prepare_host_pch``), ``build`` one spec."""
+    from maxcode.evaluate.cuda.build import BuildCache
+    from maxcode.evaluate.sandbox import confinement
+
+    root, arch = Path(options.pop("root")), options.pop("arch")
+    accepted = inspect.signature(BuildCache).parameters
+    kwargs = {k: v for k, v in options.items() if k in accepted}
+    cache = BuildCache(root, arch, jail=confinement(root), **kwargs)
+    for line in sys.stdin:
+        request = json.loads(line)
+        t0 = time.monotonic()
+        if request["op"] == "prepare":
+            first: list[float] = []
+            cache.prepare_host_pch(
+                first_ready=lambda first=first, t0=t0: first.append(time.monotonic() - t0)
+            )
+            answer = {
+                "seconds": round(time.monotonic() - t0, 1),
+                "first_set_s": round(first[0], 1) if first else None,
+                "sandbox": cache.jail.level if cache.jail else "none",
+            }
+        else:
+            outcome = cache.build(ExtensionSpec.from_dict(request["spec"]))
+            answer = {**outcome.to_dict(), "wall_s": round(time.monotonic() - t0, 2)}
+        print(json.dumps(answer), flush=True)
+
+
+def run_builds(args: argparse.Namespace) -> None:
+    """Every variant builds every sampled call into its own cache (precompiled headers
+    prepared first, timed), one build at a time, the variants taking turns per call (the
+    first variant rotating), so a load change on the machine falls on all alike."""
+    variants = parse_builds(args.builds)
+    items = build_sample(args.kb, args.per_level, args.seed)
+    print(
+        f"{len(items)} load_inline calls ({args.per_level} per level, seed {args.seed}), "
+        f"arch {args.arch}, {os.cpu_count()} cores, variants {[v[0] for v in variants]}"
+    )
+    records: dict[str, list[dict]] = {label: [] for label, _, _ in variants}
+    prepared: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-builds-") as tmp:
+        stubs = link_stubs(Path(tmp) / "link-stubs")
+        workers = {
+            label: BuildWorker(src, variant, args.arch, Path(tmp) / f"cache-{n}", stubs)
+            for n, (label, src, variant) in enumerate(variants)
+        }
+        for label, worker in workers.items():
+            prepared[label] = worker.ask({"op": "prepare"})
+            print(f"{label}: precompiled headers {prepared[label]}", flush=True)
+        labels = list(workers)
+        for i, (name, spec) in enumerate(items):
+            turn = labels[i % len(labels) :] + labels[: i % len(labels)]
+            for label in turn:
+                if (
+                    label != labels[0]
+                    and i >= args.ablation_limit
+                    and _is_ablation(variants, label)
+                ):
+                    continue
+                out = workers[label].ask({"op": "build", "spec": spec.to_dict()})
+                records[label].append({"candidate": name, "extension": spec.name, **out})
+                print(
+                    f"{i:2d} {name} {label}: {'ok' if out['ok'] else out['failed_step']} "
+                    f"{out['wall_s']} s ({out['cuda_headers']}; {out['host_headers']})",
+                    flush=True,
+                )
+        for worker in workers.values():
+            worker.close()
+    results = [
+        summarize(label, src, variant, prepared[label], records[label])
+        for label, src, variant in variants
+    ]
+    for res in results:
+        print(
+            f"{res['label']:12s} {res['builds']} builds ({res['ok']} ok): median "
+            f"{res['median_wall_s']} s, mean {res['mean_wall_s']} s, max {res['max_wall_s']} s; "
+            f"PCHs {res['prepare_s']} s (first set {res['first_set_s']} s)"
+        )
+        print(f"  steps (median s): {res['median_step_s']}")
+        print(f"  .cu: {res['cuda_headers']}  binding: {res['host_headers']}")
+    base = results[0]
+    for res in results[1:]:
+        paired = _paired(base, res)
+        res["vs_first"] = paired
+        print(
+            f"{base['label']} -> {res['label']} on the same {paired['n']} calls: median "
+            f"{paired['first_median_s']} s -> {paired['median_s']} s, "
+            f"median ratio {paired['median_ratio']}"
+        )
+    headlines = [
+        headline(
+            f"build wall per real load_inline call, median, {r['label']}", r["median_wall_s"], "s"
+        )
+        for r in results
+    ]
+    sample = {"per_level": args.per_level, "seed": args.seed, "calls": [n for n, _ in items]}
+    print("wrote", write_result("cuda-compile", {"sample": sample, "variants": results},
+                                headlines, args.json))  # fmt: skip
+
+
+def _is_ablation(variants: list[tuple[str, Path, str]], label: str) -> bool:
+    return next(v for lb, _, v in variants if lb == label) != "defaults"
+
+
+def summarize(label: str, src: Path, variant: str, prepared: dict, records: list[dict]) -> dict:
+    walls = [r["wall_s"] for r in records]
+    steps: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        for step, secs in r["steps"].items():
+            steps[step].append(secs)
+    return {
+        "label": label,
+        "src": str(src),
+        "variant": variant,
+        "settings": {**BUILD_DEFAULTS, **BUILD_VARIANTS[variant]},
+        "prepare_s": prepared["seconds"],
+        "first_set_s": prepared["first_set_s"],
+        "sandbox": prepared["sandbox"],
+        "builds": len(records),
+        "ok": sum(r["ok"] for r in records),
+        "median_wall_s": round(statistics.median(walls), 1),
+        "mean_wall_s": round(statistics.mean(walls), 1),
+        "max_wall_s": round(max(walls), 1),
+        "median_step_s": {k: round(statistics.median(v), 1) for k, v in sorted(steps.items())},
+        "cuda_headers": dict(Counter(r["cuda_headers"] for r in records)),
+        "host_headers": dict(Counter(r["host_headers"] for r in records)),
+        "not_split": dict(Counter(_reason(r["host_split"]) for r in records if r["host_split"])),
+        "records": records,
+    }
+
+
+def _paired(first: dict, other: dict) -> dict:
+    """``other`` against ``first`` on the calls both built."""
+    walls = {r["candidate"] + r["extension"]: r["wall_s"] for r in first["records"]}
+    pairs = [
+        (walls[k], r["wall_s"])
+        for r in other["records"]
+        if (k := r["candidate"] + r["extension"]) in walls
+    ]
+    return {
+        "n": len(pairs),
+        "first_median_s": round(statistics.median(a for a, _ in pairs), 1),
+        "median_s": round(statistics.median(b for _, b in pairs), 1),
+        "median_ratio": round(statistics.median(b / a for a, b in pairs), 2),
+    }
 
 
 def nvcc_phases(time_dir: Path) -> dict[str, dict[str, float]]:
@@ -134,6 +464,8 @@ def see_the_tasks(evaluator: CudaEvaluator, items: list, jobs: int, root: Path) 
     """What a machine that evaluated these tasks before holds, made untimed: one candidate
     per task with no builds (``x = 1``) has the task's memory estimate made and starts the
     precompiled header a plain binding uses (waited for here). Returns the seconds it took."""
+    from maxcode.evaluate.cuda.evaluator import _Job
+
     tasks = list({task.reference_source: task for _, task, _ in items}.values())
     t0 = time.monotonic()
     with ThreadPoolExecutor(jobs) as pool:
@@ -159,6 +491,9 @@ def run_variant(
     ``tasks_seen``: the cache first gets the tasks' estimates and the PCH (``see_the_tasks``).
     ``prepared``: the evaluator first prepares its empty cache (``prepare_build_cache``,
     waited for and timed, nothing else running), as a rollout does while its LLM writes."""
+    from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
+    from maxcode.evaluate.cuda.evaluator import _Job
+
     opts = VARIANTS[name]
     cache_name = (
         f"cache-{name}"
@@ -363,8 +698,35 @@ def main() -> None:
         help="then run the last variant again into an empty cache that its evaluator prepares "
         "first (prepare_build_cache, timed alone), as a rollout or optimize does",
     )
+    ap.add_argument(
+        "--builds",
+        metavar="LABEL=SRC[:VARIANT],...",
+        help="instead: the build cache alone, compile only (no GPU; needs --arch): each "
+        "variant (a checkout's src folder and one of "
+        f"{sorted(BUILD_VARIANTS)}) builds a sample of load_inline calls, taking turns per call",
+    )
+    ap.add_argument("--per-level", type=int, default=10, help="--builds: calls per level")
+    ap.add_argument("--seed", type=int, default=0, help="--builds: the sample's seed")
+    ap.add_argument(
+        "--ablation-limit",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="--builds: variants other than defaults build only the first N calls",
+    )
+    ap.add_argument("--serve", help=argparse.SUPPRESS)  # a --builds worker
     add_json_argument(ap, "cuda-compile")
     args = ap.parse_args()
+    if args.serve:
+        serve(json.loads(args.serve))
+        return
+    if args.builds:
+        if not args.arch:
+            sys.exit("--builds: pass --arch (e.g. --arch 9.0), the GPU arch to compile for")
+        run_builds(args)
+        return
+    from maxcode.evaluate.cuda.figures import detect_cuda_arch
+
     arch = args.arch or detect_cuda_arch()
     if not arch:
         sys.exit("no GPU found: pass --arch (e.g. --arch 9.0) to compile without one")
