@@ -12,21 +12,17 @@ for, exactly as in an evaluation. Variants (the baseline is measured in the same
   default arch list with a GPU visible is the device's arch with ``+PTX``);
 * ``tiers``: the build cache before the host split (``split_host_functions=False``):
   precompiled ``torch/extension.h`` for the host binding, the lightest header tier that
-  compiles for the ``.cu``, its host code hidden from nvcc's device pass where that is safe
-  (measured alone by ``bench_cuda_header_tiers.py --compile``), one ``-gencode``;
+  compiles for the ``.cu``, one ``-gencode``;
 * ``split``: as ``tiers``, but first the ``.cu``'s host functions are moved into the host
   binding (``maxcode.evaluate.cuda.host_split``) and its kernels built without torch
   (``split_host_functions=True``);
-* ``ours``: the defaults: as ``split``, the host binding first against the light
-  precompiled header (``light_host_headers=True``, ``build.HOST_LIGHT_HEADERS``), and the
+* ``ours``: the defaults: as ``split``, the host binding first against the core
+  precompiled header (``light_host_headers=True``, ``build.HOST_CORE_HEADERS``), and the
   ``load_inline`` calls written out in the candidate's source built while its compile job
   starts (``build_ahead=True``, ``loader.specs_written_out``); a candidate whose source
   shows every build it can ask for runs no compile job at all (the tasks' memory estimates
   come from the evaluator's estimator process). A host compile waits for its precompiled
-  header;
-* ``parse``: as ``ours``, but a host compile whose precompiled header is not built yet
-  parses the headers itself while the header builds in the background
-  (``wait_for_host_pch=False``).
+  header.
 
 The first variant named is the baseline of the before/after lines (default ``split,ours``).
 Each variant's evaluator starts its precompiled headers with its first compile job, as an
@@ -46,13 +42,27 @@ build, PCH included for those that waited for it), the median of the first wave 
 over the candidates whose host compiles had the PCH at once, where the compile job's own
 time went (``start``: the sandboxed Python and its imports; the candidate's code less the
 builds it waited for; the builds it waited for; then the wait for the task's memory
-estimate, also for the candidates that ran no job), how many host builds parsed the
-headers, the median seconds of each build step (pch, host, cuda, link; ``split *``: a split
+estimate, also for the candidates that ran no job), the median seconds of each build step (pch, host, cuda, link; ``split *``: a split
 attempt that failed and fell back) and of each nvcc phase (``nvcc --time``: cudafe++ front
 end, cicc device pass, ptxas, fatbinary, host compiler), the header tiers used and why host
 functions were not moved.
 
-    python benchmarks/bench_cuda_compile.py --limit 64 --jobs 16 --out compile.json
+    python benchmarks/bench_cuda_compile.py --limit 64 --jobs 16
+
+``--builds`` measures the build cache alone, compile only, so it runs without a GPU (pass
+``--arch``): ``--per-level`` load_inline calls per KernelBench level (their arguments read
+from the candidate's syntax tree, never run; ``--seed``) are built by each variant, a
+checkout's ``src`` folder and one of ``BUILD_VARIANTS`` (the evaluator's settings, or one
+speed-up turned off), into its own empty cache whose precompiled headers it prepares first,
+timed. The variants take turns per call, one build at a time, so load from elsewhere on the
+machine falls on all alike; the first variant is the baseline of the paired lines. Without
+a GPU, torch's CUDA libraries are empty stubs (the extensions link, and are never loaded)
+and the calls that include the headers of CUDA's libraries are left out where the toolkit
+has none. Printed per variant: the median, mean and max build wall per call, the median of
+each step, the .cu header tiers and binding header sets the builds reached, and the
+precompiled headers' time (all, and until the first set was there).
+
+    python benchmarks/bench_cuda_compile.py --arch 9.0 --builds "old=../old/src,new=src"
 """
 
 from __future__ import annotations
@@ -137,15 +147,13 @@ def specs_in(source: str) -> list[ExtensionSpec]:
 
 
 _OFF = {"host_pch": False, "light_cuda_headers": False, "split": False, "light_host": False,
-        "ahead": False, "wait_pch": True}  # fmt: skip
+        "ahead": False}  # fmt: skip
 VARIANTS = {
     "load_inline": {**_OFF, "ptx": True},
     "tiers": {**_OFF, "host_pch": True, "light_cuda_headers": True, "ptx": False},
     "split": {**_OFF, "host_pch": True, "light_cuda_headers": True, "split": True, "ptx": False},
     "ours": {"host_pch": True, "light_cuda_headers": True, "split": True, "light_host": True,
-             "ahead": True, "wait_pch": True, "ptx": False},
-    "parse": {"host_pch": True, "light_cuda_headers": True, "split": True, "light_host": True,
-              "ahead": True, "wait_pch": False, "ptx": False},
+             "ahead": True, "ptx": False},
 }  # fmt: skip
 
 
@@ -189,6 +197,9 @@ BUILD_VARIANTS = {
 _LIBRARY_HEADERS = re.compile(
     r"#\s*include\s*[<\"](ATen/cuda/|cublas|cusparse|cusolver|cufft|curand|cudnn)"
 )
+
+
+BUILDS_SERIES = "the build cache alone, compile only"
 
 
 def build_sample(kb: Path, per_level: int, seed: int) -> list[tuple[str, ExtensionSpec]]:
@@ -241,7 +252,8 @@ class BuildWorker:
     """This file run with ``--serve`` under ``src``: one BuildCache in its own empty cache,
     asked by JSON lines on stdin, answering on stdout."""
 
-    def __init__(self, src: Path, variant: str, arch: str, root: Path, stubs: Path):
+    def __init__(self, src: Path, variant: str, arch: str, root: Path):
+        stubs = link_stubs(root / "link-stubs")  # in the cache: the compilers' jail sees it
         options = {**BUILD_DEFAULTS, **BUILD_VARIANTS[variant], "arch": arch, "root": str(root)}
         env = {
             **os.environ,
@@ -278,7 +290,7 @@ def link_stubs(folder: Path) -> Path:
     that builds link here as on a GPU machine (the extensions are never loaded)."""
     import torch
 
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "empty.c").write_text("")
     for name in ("c10_cuda", "torch_cuda"):
         if not (Path(torch.__file__).parent / "lib" / f"lib{name}.so").exists():
@@ -337,9 +349,8 @@ def run_builds(args: argparse.Namespace) -> None:
     records: dict[str, list[dict]] = {label: [] for label, _, _ in variants}
     prepared: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="bench-builds-") as tmp:
-        stubs = link_stubs(Path(tmp) / "link-stubs")
         workers = {
-            label: BuildWorker(src, variant, args.arch, Path(tmp) / f"cache-{n}", stubs)
+            label: BuildWorker(src, variant, args.arch, Path(tmp) / f"cache-{n}")
             for n, (label, src, variant) in enumerate(variants)
         }
         for label, worker in workers.items():
@@ -368,23 +379,7 @@ def run_builds(args: argparse.Namespace) -> None:
         summarize(label, src, variant, prepared[label], records[label])
         for label, src, variant in variants
     ]
-    for res in results:
-        print(
-            f"{res['label']:12s} {res['builds']} builds ({res['ok']} ok): median "
-            f"{res['median_wall_s']} s, mean {res['mean_wall_s']} s, max {res['max_wall_s']} s; "
-            f"PCHs {res['prepare_s']} s (first set {res['first_set_s']} s)"
-        )
-        print(f"  steps (median s): {res['median_step_s']}")
-        print(f"  .cu: {res['cuda_headers']}  binding: {res['host_headers']}")
-    base = results[0]
-    for res in results[1:]:
-        paired = _paired(base, res)
-        res["vs_first"] = paired
-        print(
-            f"{base['label']} -> {res['label']} on the same {paired['n']} calls: median "
-            f"{paired['first_median_s']} s -> {paired['median_s']} s, "
-            f"median ratio {paired['median_ratio']}"
-        )
+    compare(results)
     headlines = [
         headline(
             f"build wall per real load_inline call, median, {r['label']}", r["median_wall_s"], "s"
@@ -392,8 +387,40 @@ def run_builds(args: argparse.Namespace) -> None:
         for r in results
     ]
     sample = {"per_level": args.per_level, "seed": args.seed, "calls": [n for n, _ in items]}
-    print("wrote", write_result("cuda-compile", {"sample": sample, "variants": results},
-                                headlines, args.json))  # fmt: skip
+    data = {"sample": sample, "variants": results}
+    print("wrote", write_result("cuda-compile", data, headlines, args.json, BUILDS_SERIES))
+
+
+def compare(results: list[dict]) -> None:
+    """Prints each variant, then each against the first (before/after) and each speed-up
+    turned off against the defaults of its ``src`` (what the speed-up saves), on the calls
+    both built; the comparisons go into each result (``vs_first``, ``vs_defaults``)."""
+    for res in results:
+        print(
+            f"{res['label']:14s} {res['builds']} builds ({res['ok']} ok): median "
+            f"{res['median_wall_s']} s, mean {res['mean_wall_s']} s, max {res['max_wall_s']} s; "
+            f"PCHs {res['prepare_s']} s (first set {res['first_set_s']} s)"
+        )
+        print(f"  steps (median s): {res['median_step_s']}")
+        print(f"  .cu: {res['cuda_headers']}  binding: {res['host_headers']}")
+    base = results[0]
+    defaults = {r["src"]: r for r in results if r["variant"] == "defaults"}
+    for res in results[1:]:
+        res["vs_first"] = _paired(base, res)
+        _print_pair(base, res, res["vs_first"])
+    for res in results:
+        if res["variant"] != "defaults" and res["src"] in defaults:
+            res["vs_defaults"] = _paired(res, defaults[res["src"]])
+            _print_pair(res, defaults[res["src"]], res["vs_defaults"])
+
+
+def _print_pair(first: dict, other: dict, paired: dict) -> None:
+    print(
+        f"{first['label']} -> {other['label']} on the same {paired['n']} calls: median "
+        f"{paired['first_median_s']} s -> {paired['median_s']} s (ratio of medians "
+        f"{paired['ratio_of_medians']}, median ratio {paired['median_ratio']}); mean "
+        f"{paired['first_mean_s']} s -> {paired['mean_s']} s"
+    )
 
 
 def _is_ablation(variants: list[tuple[str, Path, str]], label: str) -> bool:
@@ -431,15 +458,19 @@ def _paired(first: dict, other: dict) -> dict:
     """``other`` against ``first`` on the calls both built."""
     walls = {r["candidate"] + r["extension"]: r["wall_s"] for r in first["records"]}
     pairs = [
-        (walls[k], r["wall_s"])
+        (walls[key], r["wall_s"])
         for r in other["records"]
-        if (k := r["candidate"] + r["extension"]) in walls
+        if (key := r["candidate"] + r["extension"]) in walls
     ]
+    a, b = [x for x, _ in pairs], [y for _, y in pairs]
     return {
         "n": len(pairs),
-        "first_median_s": round(statistics.median(a for a, _ in pairs), 1),
-        "median_s": round(statistics.median(b for _, b in pairs), 1),
-        "median_ratio": round(statistics.median(b / a for a, b in pairs), 2),
+        "first_median_s": round(statistics.median(a), 1),
+        "median_s": round(statistics.median(b), 1),
+        "ratio_of_medians": round(statistics.median(b) / statistics.median(a), 2),
+        "median_ratio": round(statistics.median(y / x for x, y in pairs), 2),
+        "first_mean_s": round(statistics.mean(a), 1),
+        "mean_s": round(statistics.mean(b), 1),
     }
 
 
@@ -513,7 +544,6 @@ def run_variant(
         split_host_functions=opts["split"],
         light_host_headers=opts["light_host"],
         build_ahead=opts["ahead"],
-        wait_for_host_pch=opts["wait_pch"],
     )
     evaluator = CudaEvaluator(cfg, root / cache_name, gpus=[])
     # TORCH_CUDA_ARCH_LIST as torch's default would be (the config only takes a plain arch)
@@ -556,15 +586,12 @@ def run_variant(
         for phase, secs in per.items():
             phase_lists[phase].append(secs)
     walls = [r["wall_s"] for r in records]
-    # candidates whose host compiles had the precompiled header at once (not waited for
-    # nor parsed instead); builds served from the cache count as having it
+    # candidates whose host compiles had the precompiled header at once (not waited for);
+    # builds served from the cache count as having it
     with_pch = [
         r["wall_s"]
         for r in records
-        if all(
-            b["cached"] or (not b["host_parsed"] and b["steps"].get("pch", 0) < 0.5)
-            for b in r["builds"]
-        )
+        if all(b["cached"] or b["steps"].get("pch", 0) < 0.5 for b in r["builds"])
     ]
     job_parts: dict[str, list[float]] = defaultdict(list)
     for r in records:
@@ -606,7 +633,6 @@ def run_variant(
         "median_nvcc_phase_s": {
             k: round(statistics.median(v), 2) for k, v in sorted(phase_lists.items())
         },
-        "parsed_headers": sum(b["host_parsed"] for r in records for b in r["builds"]),
         "tiers": dict(Counter(b["cuda_headers"] for r in records for b in r["builds"])),
         "host_header_sets": dict(
             Counter(b.get("host_headers") or "-" for r in records for b in r["builds"])
@@ -652,9 +678,6 @@ def report(res: dict) -> None:
         f"median {res['estimate_wait_s']['median']} s, max {res['estimate_wait_s']['max']} s"
     )
     print(f"  steps (median s): {res['median_step_s']}")
-    print(
-        f"  builds whose host compile parsed the headers (PCH not there yet): {res['parsed_headers']}"
-    )
     print(f"  nvcc phases (median s per build): {res['median_nvcc_phase_s']}")
     print(f"  .cu header tiers: {res['tiers']}")
     print(f"  host header sets: {res['host_header_sets']}")
@@ -714,11 +737,20 @@ def main() -> None:
         metavar="N",
         help="--builds: variants other than defaults build only the first N calls",
     )
+    ap.add_argument(
+        "--compare",
+        type=Path,
+        metavar="JSON",
+        help="instead: print the comparisons of a --builds result file again",
+    )
     ap.add_argument("--serve", help=argparse.SUPPRESS)  # a --builds worker
     add_json_argument(ap, "cuda-compile")
     args = ap.parse_args()
     if args.serve:
         serve(json.loads(args.serve))
+        return
+    if args.compare:
+        compare(json.loads(args.compare.read_text())["data"]["variants"])
         return
     if args.builds:
         if not args.arch:

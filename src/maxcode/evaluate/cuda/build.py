@@ -109,11 +109,9 @@ _NAME_DEFINE = re.compile(r"^-DTORCH_EXTENSION_NAME=")
 COMPILE_NICENESS = 10
 """Compile jobs and every compiler step run this much nicer than the evaluator, so a full pool
 of builds cannot take CPU from what the GPU slots wait on: kernel launches inside every timed
-call, KernelBench's serial CPU input generator, a reference's torch.compile. (The compilers
-ran at the evaluator's priority from when builds moved into the evaluator until 2026-11-27.
-Niced compile jobs did not measurably change the run-to-run spread on the H100.) But for the
+call, KernelBench's serial CPU input generator, a reference's torch.compile. But for the
 precompiled headers, built once per machine: every build of a first wave waits for them, so
-they run at the evaluator's priority (since 2026-11-28)."""
+they run at the evaluator's priority."""
 MAX_LOG_CHARS = 4000
 # Benchmarks set this to a directory: every nvcc run then writes its per-phase times there
 # (``nvcc --time``, one CSV per build step), see benchmarks/bench_cuda_compile.py.
