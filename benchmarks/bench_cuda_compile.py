@@ -382,7 +382,9 @@ def run_builds(args: argparse.Namespace) -> None:
     compare(results)
     headlines = [
         headline(
-            f"build wall per real load_inline call, median, {r['label']}", r["median_wall_s"], "s"
+            f"build wall per real load_inline call, median of {r['builds']}, {r['label']}",
+            r["median_wall_s"],
+            "s",
         )
         for r in results
     ]
