@@ -230,6 +230,11 @@ def build_sample(kb: Path, per_level: int, seed: int) -> list[tuple[str, Extensi
     return round_robin(drawn, per_level * len(drawn))
 
 
+def _bad_input(message: str) -> None:
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def parse_builds(text: str) -> list[tuple[str, Path, str]]:
     """``LABEL=SRC[:VARIANT],...`` as (label, src, variant)."""
     out = []
@@ -238,12 +243,12 @@ def parse_builds(text: str) -> list[tuple[str, Path, str]]:
         src, _, variant = rest.partition(":")
         variant = variant or "defaults"
         if not label or not src or variant not in BUILD_VARIANTS:
-            sys.exit(
+            _bad_input(
                 f"--builds: {item!r} is not LABEL=SRC[:VARIANT] with VARIANT one of "
                 f"{sorted(BUILD_VARIANTS)}"
             )
         if not (Path(src) / "maxcode").is_dir():
-            sys.exit(f"--builds: {src} holds no maxcode package; give a checkout's src folder")
+            _bad_input(f"--builds: {src} holds no maxcode package; give a checkout's src folder")
         out.append((label, Path(src).resolve(), variant))
     return out
 
@@ -396,7 +401,8 @@ def run_builds(args: argparse.Namespace) -> None:
 def compare(results: list[dict]) -> None:
     """Prints each variant, then each against the first (before/after) and each speed-up
     turned off against the defaults of its ``src`` (what the speed-up saves), on the calls
-    both built; the comparisons go into each result (``vs_first``, ``vs_defaults``)."""
+    both built whose compile steps passed in every variant; the comparisons go into each
+    result (``vs_first``, ``vs_defaults``)."""
     for res in results:
         print(
             f"{res['label']:14s} {res['builds']} builds ({res['ok']} ok): median "
@@ -405,14 +411,29 @@ def compare(results: list[dict]) -> None:
         )
         print(f"  steps (median s): {res['median_step_s']}")
         print(f"  .cu: {res['cuda_headers']}  binding: {res['host_headers']}")
+    # the calls whose compile steps passed in every variant that built them (a link without
+    # torch's CUDA libraries may fail)
+    failed = {
+        r["candidate"] + r["extension"]
+        for res in results
+        for r in res["records"]
+        if r["failed_step"] not in ("", "link")
+    }
+    for res in results:
+        walls = [
+            r["wall_s"] for r in res["records"] if r["candidate"] + r["extension"] not in failed
+        ]
+        if walls:
+            print(f"{res['label']}: median {statistics.median(walls):.1f} s over the {len(walls)} "
+                  "calls whose compile steps passed in every variant that built them")  # fmt: skip
     base = results[0]
     defaults = {r["src"]: r for r in results if r["variant"] == "defaults"}
     for res in results[1:]:
-        res["vs_first"] = _paired(base, res)
+        res["vs_first"] = _paired(base, res, failed)
         _print_pair(base, res, res["vs_first"])
     for res in results:
         if res["variant"] != "defaults" and res["src"] in defaults:
-            res["vs_defaults"] = _paired(res, defaults[res["src"]])
+            res["vs_defaults"] = _paired(res, defaults[res["src"]], failed)
             _print_pair(res, defaults[res["src"]], res["vs_defaults"])
 
 
@@ -456,13 +477,13 @@ def summarize(label: str, src: Path, variant: str, prepared: dict, records: list
     }
 
 
-def _paired(first: dict, other: dict) -> dict:
-    """``other`` against ``first`` on the calls both built."""
+def _paired(first: dict, other: dict, failed: set[str]) -> dict:
+    """``other`` against ``first`` on the calls both built, less those ``failed``."""
     walls = {r["candidate"] + r["extension"]: r["wall_s"] for r in first["records"]}
     pairs = [
         (walls[key], r["wall_s"])
         for r in other["records"]
-        if (key := r["candidate"] + r["extension"]) in walls
+        if (key := r["candidate"] + r["extension"]) in walls and key not in failed
     ]
     a, b = [x for x, _ in pairs], [y for _, y in pairs]
     return {
@@ -756,7 +777,7 @@ def main() -> None:
         return
     if args.builds:
         if not args.arch:
-            sys.exit("--builds: pass --arch (e.g. --arch 9.0), the GPU arch to compile for")
+            _bad_input("--builds: pass --arch (e.g. --arch 9.0), the GPU arch to compile for")
         run_builds(args)
         return
     from maxcode.evaluate.cuda.figures import detect_cuda_arch
