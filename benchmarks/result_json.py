@@ -75,12 +75,19 @@ def json_path(path: Path | None, benchmark: str) -> Path:
 
 
 def write_result(
-    benchmark: str, data: object, headlines: list[dict] | None = None, path: Path | None = None
+    benchmark: str,
+    data: object,
+    headlines: list[dict] | None = None,
+    path: Path | None = None,
+    series: str = "",
 ) -> Path:
-    """Write ``data`` with its provenance to ``path`` (default: a new file under ``results/``)."""
+    """Write ``data`` with its provenance to ``path`` (default: a new file under ``results/``);
+    ``series``: what sets these figures apart from the benchmark's other results (its docs
+    page shows the newest of each series)."""
     path = path or default_path(benchmark)
     record = {
         "benchmark": benchmark,
+        **({"series": series} if series else {}),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "commit": commit(),
         "hardware": hardware(),

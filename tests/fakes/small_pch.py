@@ -11,7 +11,7 @@ import pytest
 
 @pytest.fixture
 def small_pch_headers(monkeypatch):
-    """Every header set (core, light, whole) is ``#include <vector>``, under a name of its own."""
+    """Every header set (core, whole) is ``#include <vector>``, under a name of its own."""
     from maxcode.evaluate.cuda import build as build_module
 
     monkeypatch.setattr(

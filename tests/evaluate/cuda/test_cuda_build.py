@@ -15,16 +15,10 @@ from maxcode.evaluate.cuda.build import (
     COMPILE_NICENESS,
     HOST_CORE,
     HOST_FULL,
-    HOST_LIGHT,
-    HOST_ONLY_END,
-    HOST_ONLY_GUARD,
-    HOST_ONLY_TIER,
     BuildCache,
     BuildOutcome,
     ExtensionSpec,
-    hide_host_code_from_device_pass,
     import_extension,
-    tiers_after_failure,
     trim_log,
 )
 from tests.fakes.small_pch import small_pch_headers  # noqa: F401
@@ -195,27 +189,14 @@ TORCH_KERNEL = (
 )
 
 
-def split(tier: str) -> list[str]:
-    """A torch tier preceded by its variant with the host code hidden from the device pass."""
-    return [f"{tier}, {HOST_ONLY_TIER}", tier]
-
-
 @pytest.mark.parametrize(
     ("cuda_source", "light", "expected"),
     [
-        (TORCH_FREE_KERNEL, True, ["cuda only", *split("ATen ops"), *split("as written")]),
-        (TORCH_KERNEL, True, [*split("ATen ops"), *split("torch/types.h"), *split("as written")]),
+        (TORCH_FREE_KERNEL, True, ["cuda only", "ATen ops", "as written"]),
+        (TORCH_KERNEL, True, ["ATen ops", "as written"]),
         ("__global__ void k(float* x) { TORCH_CHECK(x); }", True, ["ATen ops", "as written"]),
-        (
-            TORCH_KERNEL + "\n// .requires_grad(true)",
-            True,
-            [*split("torch/types.h"), *split("as written")],
-        ),
-        (
-            "#include <torch/torch.h>\n" + TORCH_KERNEL,
-            True,
-            [*split("torch/types.h"), *split("as written")],
-        ),
+        (TORCH_KERNEL + "\n// .requires_grad(true)", True, ["as written"]),
+        ("#include <torch/torch.h>\n" + TORCH_KERNEL, True, ["as written"]),
         (TORCH_FREE_KERNEL, False, ["as written"]),
     ],
     ids=[
@@ -258,8 +239,8 @@ def _failed_pch() -> BuildOutcome:
 def test_the_precompiled_headers_build_at_the_evaluators_priority(tmp_path, monkeypatch):
     """Every build of a first wave waits for the precompiled headers, so they are the one
     compile that is not niced; ``prepare_host_pch`` builds every set a plain binding may use,
-    the core set alone first (nearly every binding compiles with it), then the light set and
-    the whole header. A small header stands in for torch's here."""
+    the core set alone first (nearly every binding compiles with it), then the whole header.
+    A small header stands in for torch's here."""
     real_start = build_module._start_jobs
     seen: list[tuple[str, int]] = []
 
@@ -276,12 +257,12 @@ def test_the_precompiled_headers_build_at_the_evaluators_priority(tmp_path, monk
     ready_first = []
 
     def first_ready():  # the core set alone first: nearly every binding compiles with it
-        ready_first.extend(cache._pch_ready(flags, h) for h in (HOST_CORE, HOST_LIGHT, HOST_FULL))
+        ready_first.extend(cache._pch_ready(flags, h) for h in (HOST_CORE, HOST_FULL))
 
     cache.prepare_host_pch(120, first_ready)
-    assert ready_first == [True, False, False]
-    assert all(cache._pch_ready(flags, h) for h in (HOST_CORE, HOST_LIGHT, HOST_FULL))
-    assert seen == [("pch", os.nice(0))] * 3
+    assert ready_first == [True, False]
+    assert all(cache._pch_ready(flags, h) for h in (HOST_CORE, HOST_FULL))
+    assert seen == [("pch", os.nice(0))] * 2
     assert cache.build(tiny("// niced")).ok  # the candidates' compiles stay niced
     assert {nice for step, nice in seen if step != "pch"} == {
         min(19, os.nice(0) + COMPILE_NICENESS)
@@ -367,40 +348,8 @@ def test_a_binding_compiles_against_the_core_headers_and_the_ops_it_calls(tmp_pa
         ext.f(torch.arange(3))
 
 
-def test_a_host_compile_does_not_wait_for_a_pch_still_being_built(tmp_path, monkeypatch):
-    """``wait_for_pch=False``: while the PCH builds (here: never, until released), the host
-    compile parses the same headers itself and the extension works; the PCH is started
-    once, in the background, and joined by ``wait_for_pch_builds``."""
-    import torch
-
-    cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True, wait_for_pch=False)
-    release = threading.Event()
-    asked = []
-
-    def pch_still_building(flags, deadline, headers):
-        asked.append(headers)
-        release.wait(300)
-        return _failed_pch()
-
-    monkeypatch.setattr(cache, "_ensure_pch", pch_still_building)
-    spec = ExtensionSpec.from_load_inline("m", TORCH_BINDING, functions=["twice"])
-    out = cache.build(spec)
-    assert not release.is_set()
-    assert out.ok, out.first_error
-    assert (out.host_headers, out.host_parsed) == (HOST_CORE, True)
-    assert "pch" not in out.steps
-    x = torch.arange(3.0)
-    assert torch.equal(import_extension(out).twice(x), 2 * x)
-    flags = build_module.torch_flags(spec, "9.0")
-    again = cache.start_pch(flags, HOST_CORE, 60)  # what the next build would do
-    assert asked == [HOST_CORE] and again.is_alive()  # one background build for all
-    release.set()
-    build_module.wait_for_pch_builds()
-    assert not again.is_alive()
-
-
 def test_a_host_compile_uses_the_pch_once_it_is_there(tmp_path, monkeypatch):
-    cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True, wait_for_pch=False)
+    cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True)
     spec = ExtensionSpec.from_load_inline("m", TORCH_BINDING, functions=["twice"])
     flags = build_module.torch_flags(spec, "9.0")
     ready = tmp_path / "pch" / cache._pch_key(flags, HOST_CORE)
@@ -414,7 +363,7 @@ def test_a_host_compile_uses_the_pch_once_it_is_there(tmp_path, monkeypatch):
         spec, flags, cache._host_tiers(spec), work, {}, outcome, time.monotonic() + 60
     )
     assert cmd[cmd.index("-include") + 1] == str(ready / "maxcode_torch_core.h")
-    assert not outcome.host_parsed and outcome.steps["pch"] < 1
+    assert outcome.steps["pch"] < 1
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -432,19 +381,6 @@ def test_a_compile_past_the_time_limit_is_killed_and_not_cached(cache, tmp_path,
     assert processes_naming(tmp_path) == []
     assert list(system_tmp.iterdir()) == []
     assert list((cache.root / "tmp").iterdir()) == []
-
-
-def test_a_failed_lighter_compile_falls_back_only_when_headers_may_be_the_cause():
-    from maxcode.evaluate.cuda.build import _needs_more_headers
-
-    std_missing = (1, 'cuda.cu(3): error: namespace "std" has no member "min"', 1.0)
-    torch_missing = (1, 'cuda.cu(3): error: name followed by "::" must be a class: at::', 1.0)
-    assert _needs_more_headers("cuda only", std_missing)  # std headers came with torch's
-    assert _needs_more_headers("ATen ops", std_missing)
-    assert not _needs_more_headers("torch/types.h", std_missing)  # the candidate's own error
-    assert _needs_more_headers("torch/types.h", torch_missing)
-    assert not _needs_more_headers("cuda only", (0, "", 1.0))
-    assert not _needs_more_headers("cuda only", (None, "", 1.0))  # timeouts are not retried
 
 
 FACTORY_KERNEL = (
@@ -474,16 +410,16 @@ def test_lean_tier_includes_the_headers_of_the_ops_called_by_name():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_kernel_using_torch_factories_compiles_against_aten_ops(cache):
     out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=FACTORY_KERNEL))
-    assert out.cuda_headers == f"ATen ops, {HOST_ONLY_TIER}"
+    assert out.cuda_headers == "ATen ops"
     assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_tensor_operators_fall_back_to_torch_types_h(cache):
+def test_tensor_operators_fall_back_to_the_text_as_written(cache):
     """``a + b`` on tensors needs ATen's operator overloads (in the all-ops header)."""
     source = FACTORY_KERNEL.replace("return y.add(z.sum());", "return y + z.sum();")
     out = cache.build(ExtensionSpec.from_load_inline("m", "", cuda_sources=source))
-    assert out.cuda_headers == f"torch/types.h, {HOST_ONLY_TIER}"
+    assert out.cuda_headers == "as written"
     assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error
 
 
@@ -521,145 +457,12 @@ def test_code_compiled_against_aten_ops_links_and_runs_with_a_torch_binding(tmp_
     assert torch.equal(module.f(x), 2 * x)
 
 
-# -- host code hidden from nvcc's device pass ------------------------------------------------
-
-SPLIT_SOURCE = (
-    "// a kernel and its launcher\n"
-    "#include <torch/extension.h>\n"
-    "#include <cuda_fp16.h>\n"
-    "#define BLOCK 256\n"
-    "struct Pair { float a, b; };\n"
-    "__device__ __forceinline__ float twice(float v) { return 2.f * v; }\n"
-    "__constant__ float scale[4];\n"
-    "__global__ void k(const float* x, float* y, int n) {\n"
-    "  int i = blockIdx.x * BLOCK + threadIdx.x; if (i < n) y[i] = twice(x[i]) * scale[0];\n"
-    "}\n"
-    "torch::Tensor f(torch::Tensor x);  // declared before use\n"
-    "torch::Tensor f(torch::Tensor x) {\n"
-    '  TORCH_CHECK(x.is_cuda(), "cuda only"); auto y = torch::empty_like(x);\n'
-    "  k<<<(x.numel() + BLOCK - 1) / BLOCK, BLOCK>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());\n"
-    "  return y;\n"
-    "}\n"
-)
-
-
-def _device_view(text: str) -> str:
-    """What the device pass (``__CUDA_ARCH__`` defined) keeps of a split text."""
-    kept, hidden = [], False
-    for line in text.splitlines():
-        if line == HOST_ONLY_GUARD:
-            hidden = True
-        elif line == HOST_ONLY_END:
-            hidden = False
-        elif not hidden:
-            kept.append(line)
-    return "\n".join(kept)
-
-
-def test_host_code_is_hidden_from_the_device_pass_and_the_host_pass_sees_the_text_as_written():
-    text = hide_host_code_from_device_pass(SPLIT_SOURCE)
-    assert text is not None
-    # the host pass: exactly the original text (only the guard lines added)
-    unguarded = text.replace(f"\n{HOST_ONLY_GUARD}\n", "").replace(f"\n{HOST_ONLY_END}\n", "")
-    assert unguarded == SPLIT_SOURCE
-    device = _device_view(text)
-    for kept in (
-        "#include <cuda_fp16.h>",
-        "#define BLOCK",
-        "struct Pair",
-        "__device__",
-        "__constant__",
-        "__global__",
-    ):
-        assert kept in device, kept
-    assert "torch" not in device and "TORCH_CHECK" not in device and "<<<" not in device
-
-
-@pytest.mark.parametrize(
-    "source",
-    [
-        SPLIT_SOURCE.replace("__global__ void k(", "template <typename T> __global__ void k("),
-        SPLIT_SOURCE.replace("const float* x, float* y", "const at::Half* x, float* y"),
-        SPLIT_SOURCE.replace("struct Pair", "namespace ns { struct Q {}; }\nstruct Pair"),
-        SPLIT_SOURCE.replace("#include <torch/extension.h>\n", ""),  # nothing to hide
-        SPLIT_SOURCE + "torch::Tensor g(torch::Tensor x) {",  # unbalanced
-    ],
-    ids=["template-kernel", "kernel-names-torch", "namespace", "no-torch", "unbalanced"],
-)
-def test_sources_the_split_cannot_handle_are_left_alone(source):
-    assert hide_host_code_from_device_pass(source) is None
-
-
-def test_a_split_failure_skips_the_unsplit_twin_when_it_would_fail_alike():
-    text = hide_host_code_from_device_pass(SPLIT_SOURCE)
-    lines = text.splitlines()
-    host_line = 1 + next(i for i, ln in enumerate(lines) if "TORCH_CHECK" in ln)
-    kernel_line = 1 + next(i for i, ln in enumerate(lines) if "twice(x[i])" in ln)
-    tiers = [("ATen ops", "a"), (f"torch/types.h, {HOST_ONLY_TIER}", "b"), ("torch/types.h", "c")]
-
-    def after(log: str, failed: str = f"ATen ops, {HOST_ONLY_TIER}") -> list[str]:
-        return [t for t, _ in tiers_after_failure(tiers, failed, text, log)]
-
-    skipped = [f"torch/types.h, {HOST_ONLY_TIER}", "torch/types.h"]
-    # the host pass failed (hidden line, torch header): the unsplit text would too
-    assert after(f'cuda.cu({host_line}): error: no operator "/" matches these operands') == skipped
-    assert after("/x/torch/include/ATen/core/TensorBody.h:10:3: error: ...") == skipped
-    # the device pass may have missed a declaration torch's headers bring: the twin is next
-    missing = f'cuda.cu({kernel_line}): error: identifier "__half" is undefined'
-    assert after(missing) == ["ATen ops", *skipped]
-    # past torch/types.h only errors naming torch go on, as for the unsplit tier
-    host_bug = f"cuda.cu({host_line}): error: expected a ';'"
-    assert after(host_bug, failed=f"torch/types.h, {HOST_ONLY_TIER}") == []
-    assert tiers_after_failure(tiers, "ATen ops", text, "cuda.cu(3): error") == tiers
-
-
 def test_the_tier_a_cuda_source_reached_is_remembered_per_source(tmp_path):
     cache = BuildCache(tmp_path, "9.0", host_pch=False, light_cuda_headers=True, split_host=False)
     spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_KERNEL)
     other_binding = ExtensionSpec.from_load_inline("m", "int unused();", cuda_sources=TORCH_KERNEL)
-    assert cache._cuda_tiers(spec)[0][0] == f"ATen ops, {HOST_ONLY_TIER}"
-    cache._remember_tier(spec, "torch/types.h")
-    assert [t for t, _ in cache._cuda_tiers(other_binding)] == [
-        "torch/types.h",
-        *split("as written"),
-    ]
+    assert cache._cuda_tiers(spec)[0][0] == "ATen ops"
+    cache._remember_tier(spec, "as written")
+    assert [t for t, _ in cache._cuda_tiers(other_binding)] == ["as written"]
     changed = ExtensionSpec.from_load_inline("m", "", cuda_sources=TORCH_KERNEL + "\n// v2")
-    assert cache._cuda_tiers(changed)[0][0] == f"ATen ops, {HOST_ONLY_TIER}"
-
-
-@pytest.mark.integration  # two device passes against ATen's headers: minutes on 2 cores
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_split_and_unsplit_texts_compile_to_the_same_kernels_and_symbols(tmp_path):
-    """The split changes only what the device pass parses: the same kernels (PTX) and the same
-    symbols, less the empty libcu++/thrust tag constants (``cuda::std::ranges::begin``...)
-    that torch's headers bring into an unsplit device pass and no kernel here uses."""
-    import re
-    import subprocess
-
-    from maxcode.evaluate.cuda.build import torch_flags
-
-    header_tag = re.compile(r"4cuda3std|6thrust|3cub")
-    spec = ExtensionSpec.from_load_inline("m", "", cuda_sources=SPLIT_SOURCE)
-    flags = torch_flags(spec, "9.0")
-    texts = dict(BuildCache(tmp_path / "cache", "9.0", split_host=False)._cuda_tiers(spec))
-    ptx, symbols = {}, {}
-    for tier in ("ATen ops", f"ATen ops, {HOST_ONLY_TIER}"):
-        work = tmp_path / str(len(ptx))
-        work.mkdir()
-        (work / "cuda.cu").write_text(texts[tier])
-        cmd = [*flags.nvcc, *flags.cuda_cflags, "-c", "cuda.cu", "-o", "cuda.o", "--keep"]
-        proc = subprocess.run(
-            [*cmd, *flags.cuda_post_cflags], cwd=work, capture_output=True, text=True
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        lines = next(work.glob("*.ptx")).read_text().splitlines()
-        ptx[tier] = [ln for ln in lines if not ln.startswith("//") and not header_tag.search(ln)]
-        nm = subprocess.run(
-            ["nm", "--defined-only", "cuda.o"], cwd=work, capture_output=True, text=True
-        )
-        symbols[tier] = {ln.split()[-1] for ln in nm.stdout.splitlines() if ln.strip()}
-    unsplit, split_ = symbols["ATen ops"], symbols[f"ATen ops, {HOST_ONLY_TIER}"]
-    assert ptx["ATen ops"] == ptx[f"ATen ops, {HOST_ONLY_TIER}"]
-    assert any("_Z1kPKfPfi" in ln for ln in ptx["ATen ops"])  # the kernel is in it
-    assert "_Z1kPKfPfi" in split_ and "_Z1fN2at6TensorE" in split_  # kernel stub, host function
-    assert split_ <= unsplit and all(header_tag.search(name) for name in unsplit - split_)
+    assert cache._cuda_tiers(changed)[0][0] == "ATen ops"

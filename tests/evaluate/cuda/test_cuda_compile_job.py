@@ -210,23 +210,6 @@ def test_a_load_inline_written_out_is_built_before_the_compile_job_asks(
     assert sum(parts.values()) == pytest.approx(j.figures["compile_wall_seconds"], abs=0.01)
 
 
-def test_the_builds_wait_for_the_pch_as_the_config_says(saxpy_task, tmp_path, monkeypatch):
-    """``wait_for_host_pch`` reaches the build cache (on, the default, is BuildCache's own;
-    without a PCH, so that no header is built for nothing)."""
-    seen = []
-    real_build = BuildCache.build
-
-    def recording(self, spec, timeout_s=600.0):
-        seen.append(self.wait_for_pch)
-        return real_build(self, spec, timeout_s)
-
-    monkeypatch.setattr(BuildCache, "build", recording)
-    config = CudaEvalConfig(cuda_arch="9.0", host_pch=False, wait_for_host_pch=False)
-    evaluator = CudaEvaluator(config, tmp_path / "cache", gpus=[])
-    assert evaluator._compile(job(tmp_path, saxpy_task, CANDIDATE)) is True
-    assert seen and set(seen) == {False}
-
-
 def test_a_candidate_whose_source_shows_every_build_runs_no_compile_job(
     evaluator, saxpy_task, tmp_path
 ):
@@ -254,7 +237,6 @@ def test_prepare_build_cache_builds_the_headers_before_any_candidate(tmp_path, m
     from maxcode.evaluate.cuda.build import (
         HOST_CORE,
         HOST_FULL,
-        HOST_LIGHT,
         ExtensionSpec,
         torch_flags,
     )
@@ -265,7 +247,7 @@ def test_prepare_build_cache_builds_the_headers_before_any_candidate(tmp_path, m
         cache = made._build_cache()
     flags = torch_flags(ExtensionSpec.from_load_inline("m", "", cuda_sources="// none"), "9.0")
     assert seconds is not None and first is not None and 0 < first <= seconds
-    assert all(cache._pch_ready(flags, h) for h in (HOST_CORE, HOST_LIGHT, HOST_FULL))
+    assert all(cache._pch_ready(flags, h) for h in (HOST_CORE, HOST_FULL))
     monkeypatch.setattr(evaluator_module, "detect_cuda_arch", lambda: "")
     with CudaEvaluator(CudaEvalConfig(), tmp_path / "none", gpus=[]) as no_gpu:
         assert no_gpu.prepare_build_cache(wait=True) is None

@@ -21,7 +21,6 @@ import pytest
 from maxcode.evaluate.cuda.build import (
     HOST_CORE,
     HOST_FULL,
-    HOST_LIGHT,
     HOST_SPLIT_TIER,
     BuildCache,
     BuildOutcome,
@@ -375,9 +374,9 @@ def test_split_unsplit_and_light_builds_compute_the_same_on_the_gpu(name, builds
 def test_a_binding_the_light_headers_cannot_compile_is_built_with_the_whole_header(
     cache_root, builds
 ):
-    """``torch::kMean`` is declared by the frontend (torch/enum.h), which the core and the
-    light set leave out: each lighter compile fails on the name, and the binding is compiled
-    again with the next set, up to torch/extension.h."""
+    """``torch::kMean`` is declared by the frontend (torch/enum.h), which the core set leaves
+    out: the core compile fails on the name, and the binding is compiled again with
+    torch/extension.h."""
     cache = BuildCache(
         cache_root / "cache", "9.0", host_pch=True, split_host=True, light_host_headers=True
     )
@@ -389,15 +388,15 @@ def test_a_binding_the_light_headers_cannot_compile_is_built_with_the_whole_head
 
 
 def test_the_host_binding_tiers(tmp_path):
-    """Core, then light, their torch/extension.h lines made comments on the same lines;
-    host code that includes a torch/ header other than extension.h or an umbrella header,
-    or asks for gradients, skips the core set (ATen's and c10's headers do not); host code that names the frontend, and builds without the lighter
-    sets, get the whole header only."""
+    """Core, its torch/extension.h lines made comments on the same lines, then the whole
+    header; host code that includes a torch/ header other than extension.h or an umbrella
+    header, or asks for gradients, skips the core set (ATen's and c10's headers do not), as
+    do host code that names the frontend and builds without the core set."""
     cpp = "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);"
     spec = ExtensionSpec.from_load_inline("m", cpp, functions=["f"])
     light_cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=True)
-    (core, core_text), (light, text), (full, as_written) = light_cache._host_tiers(spec)
-    assert (core, light, full) == (HOST_CORE, HOST_LIGHT, HOST_FULL) and core_text == text
+    (core, text), (full, as_written) = light_cache._host_tiers(spec)
+    assert (core, full) == (HOST_CORE, HOST_FULL)
     assert as_written == spec.main_cpp()
     assert "torch/extension.h" not in text.replace("// maxcode: torch/extension.h", "")
     assert len(text.splitlines()) == len(as_written.splitlines())
@@ -408,7 +407,7 @@ def test_the_host_binding_tiers(tmp_path):
     commented = ExtensionSpec.from_load_inline(
         "m", cpp + "\n// torch::nn is not used", functions=["f"]
     )
-    assert [t for t, _ in light_cache._host_tiers(commented)] == [HOST_CORE, HOST_LIGHT, HOST_FULL]
+    assert [t for t, _ in light_cache._host_tiers(commented)] == [HOST_CORE, HOST_FULL]
     for not_core in (
         "#include <torch/types.h>",
         '#include "torch/cuda.h"',
@@ -416,11 +415,11 @@ def test_the_host_binding_tiers(tmp_path):
         "auto g = torch::requires_grad();",
     ):
         other = ExtensionSpec.from_load_inline("m", f"{not_core}\n{cpp}", functions=["f"])
-        assert [t for t, _ in light_cache._host_tiers(other)] == [HOST_LIGHT, HOST_FULL]
+        assert [t for t, _ in light_cache._host_tiers(other)] == [HOST_FULL]
     aten = ExtensionSpec.from_load_inline(
         "m", f"#include <ATen/cuda/CUDAContext.h>\n{cpp}", functions=["f"]
     )
-    assert [t for t, _ in light_cache._host_tiers(aten)] == [HOST_CORE, HOST_LIGHT, HOST_FULL]
+    assert [t for t, _ in light_cache._host_tiers(aten)] == [HOST_CORE, HOST_FULL]
     full_cache = BuildCache(tmp_path, "9.0", host_pch=True, light_host_headers=False)
     assert [t for t, _ in full_cache._host_tiers(spec)] == [HOST_FULL]
     no_pch = BuildCache(tmp_path, "9.0", host_pch=False, light_host_headers=True)

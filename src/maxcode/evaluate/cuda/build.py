@@ -10,25 +10,35 @@ concurrent candidates with the same extension name overwrite each other. Here:
 * a per-key file lock plus build-in-a-private-directory-then-rename means concurrent
   jobs (threads or processes) never see a half-written build and never build twice;
 * the host binding (``main.cpp``) reuses a precompiled header built once per toolchain and
-  flag set: first ATen's Tensor and torch's pybind11 casters (``HOST_CORE_HEADERS``, the
-  other ops it calls included after), then torch/extension.h less its C++ frontend
-  (``HOST_LIGHT_HEADERS``; with a PCH, a TU's cost is the inline code its headers make every
-  TU emit, not the parse), the binding's own ``#include <torch/extension.h>`` lines made
-  comments; on a missing name, the next set; for host code that names the frontend, the
-  whole torch/extension.h;
-* the ``.cu`` file is compiled against the lightest headers that work, each tier falling
-  back to the next on failure: the CUDA headers alone (a source that never names torch), ATen's ``Tensor`` class plus the headers of exactly the
-  ``torch::``/``at::`` functions it calls (about half the nvcc time of ``torch/types.h``,
-  which declares every op), ``torch/types.h``, the text as written; host and device compiles
-  run in parallel; the tier a .cu reached is remembered per .cu text;
-* before the tiers, the .cu's host functions are moved into the host binding (launches
-  through generated stubs, :mod:`maxcode.evaluate.cuda.host_split`): nvcc then compiles the
-  kernels without torch, g++ the host functions with the PCH; any failure falls back;
-* each torch tier is first tried with the host code (torch includes, host functions) under
-  ``#ifndef __CUDA_ARCH__``: nvcc's device pass (cicc) then never parses torch, while the
-  host pass compiles the text unchanged (see :func:`hide_host_code_from_device_pass`);
+  flag set: first the core set, ATen's Tensor and torch's pybind11 casters
+  (``HOST_CORE_HEADERS``, the other ops it calls included after), the binding's own
+  ``#include <torch/extension.h>`` lines made comments; on a missing name, and for host code
+  that names the C++ frontend, the whole torch/extension.h;
+* the .cu's host functions are moved into the host binding (launches through generated
+  stubs, :mod:`maxcode.evaluate.cuda.host_split`): nvcc then compiles the kernels without
+  torch, g++ the host functions with the PCH; any failure falls back to
+* the ``.cu`` compiled against the lightest headers that work, each tier falling back to
+  the next on failure (:meth:`BuildCache._cuda_tiers`): the CUDA headers alone, ATen's
+  ``Tensor`` plus the headers of the ``torch::``/``at::`` functions it calls, the text as
+  written; host and device compiles run in parallel; the tier a .cu reached is remembered
+  per .cu text;
 * deterministic compiler errors are cached too (trimmed, with the first error line), so
   an identical broken candidate costs nothing the second time; timeouts are not cached.
+
+Measured gains, each the build with everything on against the build without it (build
+wall per real load_inline call, median, AMD EPYC 2 cores, compile only, the 3 calls of the
+sample's first 6 that compile there; ``bench_cuda_compile.py --builds``,
+benchmarks/results/cuda-compile/2026-11-29-build-path.json):
+
+* precompiled header: 7.8 s against 30.7 s parsing torch/extension.h;
+* core header set: 7.8 s against 14.6 s with torch/extension.h's PCH (host step 6.1-7.2 s
+  against 12.5-20.6 s);
+* host split: 7.8 s against 27.9 s with the .cu at its lightest tier;
+* "ATen ops" tier, for a .cu the split does not take: 27.9 s against 92.5 s as written;
+* "cuda only" tier (the split's kernels): nvcc 1.3-10.7 s against 25.6-38.7 s at "ATen ops";
+* a build waits for a precompiled header being built rather than parse its headers: 20.6 s
+  against 23.3 s per candidate (H200, 16 cores, 32 candidates, 16 in flight, an empty cache:
+  benchmarks/results/cuda-compile/2026-11-28-core-header-set.json).
 
 Flags are the ones torch itself would use (read from the ninja file that torch's
 cpp_extension writes for the same arguments), so built extensions are ABI-identical to
@@ -114,59 +124,24 @@ _NAME_DEFINE = re.compile(r"^-DTORCH_EXTENSION_NAME=")
 COMPILE_NICENESS = 10
 """Compile jobs and every compiler step run this much nicer than the evaluator, so a full pool
 of builds cannot take CPU from what the GPU slots wait on: kernel launches inside every timed
-call, KernelBench's serial CPU input generator, a reference's torch.compile. (The compilers
-ran at the evaluator's priority from when builds moved into the evaluator until 2026-11-27.
-Niced compile jobs did not measurably change the run-to-run spread on the H100.) But for the
+call, KernelBench's serial CPU input generator, a reference's torch.compile. But for the
 precompiled headers, built once per machine: every build of a first wave waits for them, so
-they run at the evaluator's priority (since 2026-11-28)."""
+they run at the evaluator's priority."""
 MAX_LOG_CHARS = 4000
 # Benchmarks set this to a directory: every nvcc run then writes its per-phase times there
 # (``nvcc --time``, one CSV per build step), see benchmarks/bench_cuda_compile.py.
 NVCC_TIME_DIR_VAR = "MAXCODE_NVCC_TIME_DIR"
 
 
-# Top-level code the device pass must see whatever it is: CUDA qualifiers.
-_DEVICE_QUALIFIER = re.compile(r"\b__(global|device|constant|shared|managed)__\b")
-# Constructs whose members the splitter below does not look into: it then leaves the text alone.
-_NOT_SPLIT = re.compile(
-    r"\btemplate\b|\bnamespace\s*(?!torch\s*\{)\w*\s*\{|\bclass\b|\bextern\s*\"C\"\s*\{"
-)  # namespace torch {...}: the "ATen ops" tier's own aliases, host code
-_TORCH_INCLUDE = re.compile(r"#\s*include\s*[<\"](torch|ATen|c10|pybind11)/")
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_ONLY_COMMENTS = re.compile(r"\s*(?://[^\n]*\s*|/\*.*?\*/\s*)*", re.S)
-HOST_ONLY_TIER = "host code hidden from the device pass"  # suffix of a tier's name
-HOST_ONLY_GUARD = "#ifndef __CUDA_ARCH__  // maxcode: host code, not parsed by the device pass"
-HOST_ONLY_END = "#endif  // maxcode: end of host code"
 # The tier of a .cu whose host functions were moved into the host binding (host_split).
 HOST_SPLIT_TIER = "cuda only, host functions in the binding"
 
-# The host binding's light header set: torch/extension.h is torch/all.h (torch/types.h plus
-# the C++ frontend: nn, optim, data, jit, serialize, fft, linalg, ...) and torch/python.h;
-# this is torch/types.h, the frontend's small utilities and torch/python.h's own includes
-# less nn/module.h. With a precompiled header the parse is paid once; what every binding
-# still pays is the inline code its headers make each TU instantiate and emit: an empty TU
-# took 16.4 s with the precompiled torch/extension.h, 10.3 s with this (g++ 12, 2026-11-28).
-HOST_LIGHT_HEADERS = (
-    "torch/types.h",
-    "torch/utils.h",
-    "torch/cuda.h",
-    "torch/csrc/Device.h",
-    "torch/csrc/Dtype.h",
-    "torch/csrc/DynamicTypes.h",
-    "torch/csrc/Exceptions.h",
-    "torch/csrc/autograd/python_variable.h",
-    "torch/csrc/python_headers.h",
-    "torch/csrc/utils/pybind.h",
-    "torch/csrc/utils/python_numbers.h",
-    "torch/csrc/utils/python_tuples.h",
-)
-# The host binding's core header set, tried before the light set: what a KernelBench binding
-# uses (ATen's Tensor class and its operators, the dispatch macros, the usual factories,
-# torch's pybind11 casters and the error wrapper load_inline puts around each function) and
-# torch's namespace aliases; the other ops a binding calls by name (``torch::sum(``) are
-# included after it, one header each. With g++ 12 on a 2-core x86-64 machine its precompiled
-# header builds in 24-26 s instead of the light set's 50.5 s, an empty TU compiles in 6.9 s
-# instead of 11.3 s, and 13 real bindings in 7.2-9.3 s instead of 9.1-11.2 s.
+# The host binding's core header set, tried before torch/extension.h: what a KernelBench
+# binding uses (ATen's Tensor class and its operators, the dispatch macros, the usual
+# factories, torch's pybind11 casters and the error wrapper load_inline puts around each
+# function) and torch's namespace aliases; the other ops a binding calls by name
+# (``torch::sum(``) are included after it, one header each.
 HOST_CORE_HEADERS = (
     "torch/csrc/utils/pybind.h",
     "torch/csrc/Exceptions.h",
@@ -184,140 +159,21 @@ HOST_CORE = "ATen's Tensor, the ops called and torch's pybind11 casters"
 # torch/'s own headers may include it). All 515 includes of torch/ in the public runs' sources
 # are torch/extension.h.
 _TORCH_OTHER_H = re.compile(r"#\s*include\s*[<\"]torch/(?!extension\.h[>\"])")
-HOST_LIGHT = "torch/extension.h less the C++ frontend"
 HOST_FULL = "torch/extension.h"
 # Host code that names the frontend (or includes it whole) goes to torch/extension.h directly:
-# it would fail the light set, and a name the light set lacks is never resolved differently.
+# it would fail the core set.
 _HOST_NEEDS_FRONTEND = re.compile(
     r"\btorch\s*::\s*(nn|optim|data|jit|serialize|fft|linalg|special|nested|sparse|autograd"
     r"|mps|xpu|python|enumtype|stable)\b|#\s*include\s*[<\"]torch/(torch|all|python|nn|optim"
     r"|data|jit|serialize|autograd|fft|linalg|special|nested|sparse|enum)\.h[>\"]"
 )
-_EXT_H_LINE = "// maxcode: torch/extension.h, as a lighter precompiled header"
+_EXT_H_LINE = "// maxcode: torch/extension.h, as the core precompiled header"
 # Errors a missing declaration can cause: only these send a binding to the next header set.
 _LOOKUP_ERROR = re.compile(
     r"error: .*(was not declared|has not been declared|is not a member of|does not name a"
     r"|no matching function|incomplete type|no type named|is not a namespace|is not a template"
     r"|not declared in this scope|undeclared|there are no arguments|no match for)"
 )
-
-
-def _top_level_items(text: str) -> list[str] | None:
-    """``text`` cut into top-level items: preprocessor lines, declarations (up to ``;``) and
-    definitions (up to their closing brace); None when it does not parse as such
-    (unbalanced braces, a trailing fragment)."""
-    items: list[str] = []
-    start = i = depth = 0
-    n = len(text)
-    at_line_start = True
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            at_line_start = True
-            i += 1
-            continue
-        if c in " \t\r":
-            i += 1
-            continue
-        if at_line_start and c == "#" and depth == 0:
-            end = i
-            while True:  # a directive runs to an unescaped end of line
-                end = text.find("\n", end)
-                if end < 0:
-                    end = n
-                    break
-                if text[end - 1] != "\\":
-                    break
-                end += 1
-            if not _ONLY_COMMENTS.fullmatch(text[start:i]):
-                return None  # a directive inside an unfinished declaration
-            items.append(text[start:end])
-            start = i = end
-            continue
-        at_line_start = False
-        if text.startswith("//", i):
-            i = text.find("\n", i)
-            i = n if i < 0 else i
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                return None
-            i = end + 2
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            if j >= n:
-                return None
-            i = j + 1
-        elif c == "{":
-            depth += 1
-            i += 1
-        elif c == "}":
-            depth -= 1
-            i += 1
-            if depth < 0:
-                return None
-            if depth == 0:  # a definition ends here; a type or an initializer runs to ';'
-                head = _COMMENT.sub("", text[start:i]).split("{", 1)[0]
-                if not re.search(r"\b(struct|union|enum)\b|=", head):
-                    items.append(text[start:i])
-                    start = i
-        elif c == ";" and depth == 0:
-            i += 1
-            items.append(text[start:i])
-            start = i
-        else:
-            i += 1
-    if depth != 0 or not _ONLY_COMMENTS.fullmatch(text[start:]):
-        return None
-    items.append(text[start:])
-    return items
-
-
-def hide_host_code_from_device_pass(text: str) -> str | None:
-    """The .cu with its host-only code (torch includes, host function definitions, host
-    declarations that name torch) inside ``#ifndef __CUDA_ARCH__``; None when that is not
-    safe to do.
-
-    nvcc preprocesses a .cu twice: with ``__CUDA_ARCH__`` for the device pass (cicc), without
-    it for the host pass (cudafe++ and the host compiler). The device pass then never parses
-    torch's headers, and the host pass compiles exactly the text it compiled before. Safe
-    only when every kernel exists without the host code: no templates (a host function's
-    dispatch instantiates them), no namespaces or classes (not looked into here), and no
-    device-side item that names torch. Anything else the device code needed from the hidden
-    part fails the compile, and the build falls back to the unsplit text."""
-    if _NOT_SPLIT.search(text) or not _TORCH_INCLUDE.search(text):
-        return None
-    items = _top_level_items(text)
-    if items is None:
-        return None
-    out: list[str] = []
-    hidden = False
-    for item in items:
-        code = _ONLY_COMMENTS.sub("", item, count=1).strip()  # leading comments off
-        if code.startswith("#"):
-            host = bool(_TORCH_INCLUDE.match(code))
-        else:
-            head = _COMMENT.sub("", item).split("{", 1)[0]
-            device = bool(_DEVICE_QUALIFIER.search(head))
-            is_function = (
-                "{" in item and "(" in head and not re.search(r"\b(struct|union|enum)\b|=", head)
-            )
-            torch_ns = code.startswith("namespace torch")
-            host = not device and (is_function or torch_ns or bool(_TORCH_NAME.search(item)))
-            if not host and _TORCH_NAME.search(item):
-                return None  # device code that names torch needs its headers
-        if host and not hidden and code:
-            out.append("\n" + HOST_ONLY_GUARD + "\n")
-            hidden = True
-        elif not host and hidden and code:
-            out.append("\n" + HOST_ONLY_END + "\n")
-            hidden = False
-        out.append(item)
-    if hidden:
-        out.append("\n" + HOST_ONLY_END + "\n")
-    return "".join(out)
 
 
 class BuildError(RuntimeError):
@@ -514,15 +370,13 @@ class BuildOutcome:
     failed_step: str = ""
     seconds: float = 0.0  # wall time of this build (0 when served from cache)
     steps: dict[str, float] = field(default_factory=dict)  # seconds per step
-    # What the .cu was compiled against: "cuda only", "ATen ops", "torch/types.h", "as written"
+    # What the .cu was compiled against: "cuda only", "ATen ops", "as written"
     # ("": no .cu), or HOST_SPLIT_TIER (its host functions compiled in the host binding).
     cuda_headers: str = ""
     # Why the host functions were not moved out of the .cu ("" when they were, or no .cu).
     host_split: str = ""
-    # What the host binding was compiled against: HOST_LIGHT or HOST_FULL ("": no PCH).
+    # What the host binding was compiled against: HOST_CORE or HOST_FULL ("": no PCH).
     host_headers: str = ""
-    # A host compile of this build parsed them: their precompiled header was not built yet.
-    host_parsed: bool = False
     cached: bool = False
 
     def to_dict(self) -> dict:
@@ -704,11 +558,7 @@ def build_key(
         "light_headers": light_headers,
         "host_pch": host_pch,
         **({"split_host": SPLIT_VERSION} if split_host else {}),  # earlier builds' keys stay
-        **(
-            {"light_host": HOST_LIGHT_HEADERS, "core_host": _pch_header(HOST_CORE)[1]}
-            if light_host_headers
-            else {}
-        ),
+        **({"core_host": _pch_header(HOST_CORE)[1]} if light_host_headers else {}),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -776,17 +626,13 @@ class BuildCache:
         jail: Confinement | None = None,
         split_host: bool = False,
         light_host_headers: bool = False,
-        wait_for_pch: bool = True,
     ):
         """``jail``: run the compilers confined (only the build's own directory writable, no
         network, a dedicated uid): the sources and flags are the candidate's. ``split_host``:
         first try the .cu's host functions in the host binding (with ``light_cuda_headers``).
-        ``light_host_headers`` (with ``host_pch``): the binding first against the light
-        precompiled header (``HOST_LIGHT_HEADERS``). ``wait_for_pch`` false: a host compile
-        whose precompiled header is not built yet parses the headers itself while the PCH
-        builds in the background (``start_pch``) for the builds after it."""
+        ``light_host_headers`` (with ``host_pch``): the binding first against the core
+        precompiled header (``HOST_CORE_HEADERS``)."""
         self.root = Path(root)
-        self.wait_for_pch = wait_for_pch
         self.light_host_headers = light_host_headers and host_pch
         self.split_host = split_host and light_cuda_headers
         self.jail = jail
@@ -827,7 +673,10 @@ class BuildCache:
             meta = self.out / "ext" / key / "outcome.json"
         if not meta.is_file():
             return None
-        outcome = BuildOutcome(**json.loads(meta.read_text()))
+        known = {f.name for f in dataclasses.fields(BuildOutcome)}  # earlier versions' extras off
+        outcome = BuildOutcome(
+            **{k: v for k, v in json.loads(meta.read_text()).items() if k in known}
+        )
         outcome.cached = True
         outcome.seconds = 0.0
         return outcome
@@ -896,11 +745,10 @@ class BuildCache:
             spec, flags, host_tiers, work, results, outcome, deadline
         ):
             return
-        while tiers and _needs_more_headers(outcome.cuda_headers, results["cuda"]):
-            # The lighter file was not enough: the next tier, up to the source as written.
-            tiers = tiers_after_failure(tiers, outcome.cuda_headers, text, results["cuda"][1])
-            if not tiers:
-                break
+        while tiers and results["cuda"][0] not in (0, None):
+            # The lighter file was not enough (any error may be a missing declaration: an op,
+            # an operator, a std header that came with torch): the next tier, up to the source
+            # as written.
             spent = results["cuda"][2]
             outcome.cuda_headers, text = tiers.pop(0)
             (work / "cuda.cu").write_text(text)
@@ -1024,20 +872,20 @@ class BuildCache:
 
     def _host_tiers(self, spec: ExtensionSpec, moved_host_code: str = "") -> list[tuple[str, str]]:
         """(headers, main.cpp text), lightest first: the core set (``HOST_CORE_HEADERS``, where
-        the text allows it) and the light set (``HOST_LIGHT_HEADERS``), each with the binding's
-        own ``#include <torch/extension.h>`` lines made comments (line numbers kept), then the
-        binding as torch writes it."""
+        the text allows it), the binding's own ``#include <torch/extension.h>`` lines made
+        comments (line numbers kept), then the binding as torch writes it."""
         as_written = spec.main_cpp(moved_host_code)
         if not self.host_pch or spec.no_implicit_headers:
             return [("", as_written)]
         code = _COMMENT.sub("", as_written)
-        if not self.light_host_headers or _HOST_NEEDS_FRONTEND.search(code):
+        if (
+            not self.light_host_headers
+            or _HOST_NEEDS_FRONTEND.search(code)
+            or _needs_every_op(code)
+            or _TORCH_OTHER_H.search(code)
+        ):
             return [(HOST_FULL, as_written)]
-        lighter = _EXT_H.sub(_EXT_H_LINE, as_written)
-        core = (
-            [] if _needs_every_op(code) or _TORCH_OTHER_H.search(code) else [(HOST_CORE, lighter)]
-        )
-        return [*core, (HOST_LIGHT, lighter), (HOST_FULL, as_written)]
+        return [(HOST_CORE, _EXT_H.sub(_EXT_H_LINE, as_written)), (HOST_FULL, as_written)]
 
     def _host_with_more_headers(
         self,
@@ -1081,13 +929,7 @@ class BuildCache:
         (work / "main.cpp").write_text(text)
         host_cmd = [*flags.cxx, "-MMD", "-MF", "main.o.d", *flags.cflags]
         headers = outcome.host_headers
-        if headers and not self.wait_for_pch and not self._pch_ready(flags, headers):
-            self.start_pch(flags, headers, deadline - time.monotonic())
-            name, includes = _pch_header(headers)
-            (work / name).write_text(includes)  # the same text, parsed: about twice the compile
-            host_cmd += ["-include", str(work / name)]
-            outcome.host_parsed = True
-        elif headers:
+        if headers:
             t0 = time.monotonic()
             try:
                 pch_header = self._ensure_pch(flags, deadline, outcome.host_headers)
@@ -1106,10 +948,10 @@ class BuildCache:
         return [*host_cmd, "-c", "main.cpp", "-o", "main.o", *flags.post_cflags]
 
     def _cuda_tiers(self, spec: ExtensionSpec) -> list[tuple[str, str]]:
-        """(tier, .cu text), lightest first: torch's headers dominate a small kernel's
-        compile (about 30 s of nvcc), so a source that never names torch is compiled
-        against the CUDA headers alone, one that does against ATen's Tensor and the ops it
-        calls, then torch/types.h, each falling back to the next tier on failure."""
+        """(tier, .cu text), lightest first, each falling back to the next on failure: the
+        CUDA headers alone for a source that never names torch; "ATen ops", ATen's Tensor
+        and the headers of the ops it calls (a third of the .cu's nvcc time as written, see
+        the module's docstring); the text as written."""
         if not spec.with_cuda:
             return []
         as_written = spec.cuda_cu()
@@ -1121,19 +963,10 @@ class BuildCache:
         lean = spec.lean_torch_cu(_torch_include())
         if lean is not None:
             tiers.append(("ATen ops", lean))
-        light = _EXT_H.sub("#include <torch/types.h>", as_written)
-        if light != as_written:
-            tiers.append(("torch/types.h", light))
         tiers.append(("as written", as_written))
-        out = []
-        for tier, text in tiers:
-            split = hide_host_code_from_device_pass(text) if tier != "cuda only" else None
-            if split is not None:
-                out.append((f"{tier}, {HOST_ONLY_TIER}", split))
-            out.append((tier, text))
         known = self._known_tier(spec)
-        names = [tier for tier, _ in out]
-        return out[names.index(known) :] if known in names else out
+        names = [tier for tier, _ in tiers]
+        return tiers[names.index(known) :] if known in names else tiers
 
     def _tier_file(self, spec: ExtensionSpec, root: Path) -> Path:
         """Where the tier a .cu reached is noted: keyed by the .cu as written, its flags and
@@ -1176,12 +1009,12 @@ class BuildCache:
         self, timeout_s: float = 600.0, first_ready: Callable[[], None] | None = None
     ) -> None:
         """Builds, before any build asks for them, the precompiled headers a plain candidate's
-        binding uses (no flags of its own): the lightest set first, alone, as nearly every
-        binding compiles with it (34 of 34 builds of 32 real candidates on 2026-11-28), then
-        ``first_ready`` (when it was built), then the others side by side: the whole
-        ``torch/extension.h`` for bindings that name the C++ frontend, and the light set for
-        those the core set cannot compile. Each is built by ``start_pch``'s thread, which a
-        build that asks meanwhile waits for too. Builds nothing when this cache uses no PCH."""
+        binding uses (no flags of its own): the core set first, alone, as nearly every
+        binding compiles with it, then ``first_ready`` (when it was built), then the whole
+        ``torch/extension.h`` for the bindings the core set cannot compile (the core set was there
+        after 26.2 s, both after 94.5 s: benchmarks/results/cuda-compile/2026-11-29-build-path.json).
+        Each is built by ``start_pch``'s thread, which a build that asks meanwhile waits for
+        too. Builds nothing when this cache uses no PCH."""
         spec = ExtensionSpec.from_load_inline("maxcode_pch", "", cuda_sources="// none")
         flags = torch_flags(spec, self.cuda_arch)
         sets = [headers for headers, _ in self._host_tiers(spec) if headers]
@@ -1196,8 +1029,8 @@ class BuildCache:
     def start_pch(self, flags: _Flags, headers: str, timeout_s: float) -> threading.Thread:
         """The thread building the precompiled header ``headers`` for these flags: started
         here unless this process already has one running or failed (a failed build is not
-        tried again: the builds that would have used it parse the headers, and say why if
-        they fail; a built one lost later, with its cache, is built again)."""
+        tried again here: a build that needs it tries it once more and says why it failed;
+        a built one lost later, with its cache, is built again)."""
         own = self.out / "pch" / self._pch_key(flags, headers)
         deadline = time.monotonic() + timeout_s
 
@@ -1218,7 +1051,7 @@ class BuildCache:
 
     def _pch_key(self, flags: _Flags, headers: str) -> str:
         """Keys the precompiled header by the host flags and toolchain (and a lighter set's text)."""
-        own_set = {HOST_LIGHT: [HOST_LIGHT_HEADERS], HOST_CORE: [_pch_header(HOST_CORE)[1]]}
+        own_set = {HOST_CORE: [_pch_header(HOST_CORE)[1]]}
         return hashlib.sha256(
             json.dumps(
                 [
@@ -1236,7 +1069,7 @@ class BuildCache:
         return any((root / "pch" / key / "ok").exists() for root in (self.root, self.out))
 
     def _ensure_pch(self, flags: _Flags, deadline: float, headers: str) -> Path | BuildOutcome:
-        """The precompiled header set ``headers`` (HOST_FULL or HOST_LIGHT) for exactly these
+        """The precompiled header set ``headers`` (HOST_CORE or HOST_FULL) for exactly these
         host flags, built once under a lock."""
         key = self._pch_key(flags, headers)
         name, text = _pch_header(headers)
@@ -1320,8 +1153,6 @@ def _ops_beyond_core(text: str) -> list[str]:
 
 def _pch_header(headers: str) -> tuple[str, str]:
     """The file name of the header set ``headers`` and its text (the includes it stands for)."""
-    if headers == HOST_LIGHT:
-        return "maxcode_torch_light.h", "".join(f"#include <{h}>\n" for h in HOST_LIGHT_HEADERS)
     if headers == HOST_CORE:
         includes = "".join(f"#include <{h}>\n" for h in HOST_CORE_HEADERS)
         per_operator = (
@@ -1340,65 +1171,6 @@ def wait_for_pch_builds() -> None:
         threads = list(_PCH_THREADS.values())
     for thread in threads:
         thread.join()
-
-
-_HEADER_ERROR = re.compile(r"error.*(torch|pybind11|PYBIND11|py::|at::|c10|TORCH_)", re.I)
-
-
-def tiers_after_failure(
-    tiers: list[tuple[str, str]], failed: str, text: str, log: str
-) -> list[tuple[str, str]]:
-    """The tiers still worth trying after tier ``failed`` (its .cu ``text``) failed with
-    ``log``. The unsplit twin of a split text is skipped when it would fail the same way
-    (:func:`_twin_repeats`); the tiers after it then follow the unsplit tier's rule."""
-    if not failed.endswith(HOST_ONLY_TIER) or not _twin_repeats(text, log):
-        return tiers
-    same = failed.removesuffix(f", {HOST_ONLY_TIER}")
-    if not _needs_more_headers(same, (1, log, 0.0)):
-        return []
-    return [(tier, t) for tier, t in tiers if tier != same]
-
-
-def _twin_repeats(text: str, log: str) -> bool:
-    """Whether the unsplit text would fail as the split ``text`` did: its first error lies
-    in the hidden part or in a torch header, so the host pass failed, which compiles both
-    texts alike. An error in the visible part may be the device pass missing a declaration
-    that torch's headers brought (``__half`` through c10, say): the twin is tried. nvcc runs
-    the device pass first, so that failure costs about a second, without torch to parse."""
-    first = next((ln for ln in log.splitlines() if "error" in ln), "")
-    at = re.search(r"cuda\.cu[(:](\d+)", first)
-    if at is None:
-        return bool(re.search(r"/(torch|ATen|c10|pybind11)/", first))
-    return int(at.group(1)) in _hidden_lines(text)
-
-
-def _hidden_lines(text: str) -> set[int]:
-    """Line numbers (from 1) inside the host-only guards of a split text."""
-    hidden, inside = set(), False
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line == HOST_ONLY_GUARD:
-            inside = True
-        elif line == HOST_ONLY_END:
-            inside = False
-        elif inside:
-            hidden.add(number)
-    return hidden
-
-
-def _needs_more_headers(tier: str, result: tuple[int | None, str, float]) -> bool:
-    """Whether a failed compile of a lighter .cu should be retried with the next tier.
-
-    Without torch/types.h any error may be a missing declaration (an op, an operator,
-    a std header that came with it), so every failure retries; with it, only errors
-    naming torch/pybind."""
-    rc, log, _ = result
-    if rc in (0, None):
-        return False
-    return (
-        tier in ("cuda only", "ATen ops")
-        or tier.endswith(HOST_ONLY_TIER)
-        or bool(_HEADER_ERROR.search(log))
-    )
 
 
 @functools.cache

@@ -144,13 +144,7 @@ class CudaEvalConfig:
     light_host_headers: bool = field(
         default=True,
         metadata={
-            "help": "with host_pch: compile the host binding first against lighter precompiled headers: ATen's Tensor and torch's pybind11 casters (plus the headers of the ops it calls), then torch/extension.h less its C++ frontend (nn, optim, jit, ...); host code that fails on a missing name gets the next set, host code that names the frontend the whole header"
-        },
-    )
-    wait_for_host_pch: bool = field(
-        default=True,
-        metadata={
-            "help": "with host_pch: a host compile whose precompiled header is not built yet (a machine's first builds, a new toolchain) waits for it; false: it parses the headers itself (about twice its CPU) while the header builds in the background: a candidate's compile is done sooner, but a full evaluation's throughput was lower in the H100 runs of docs/cuda-evaluator.md"
+            "help": "with host_pch: compile the host binding first against a lighter precompiled header: ATen's Tensor and torch's pybind11 casters (plus the headers of the ops it calls); host code that fails on a missing name, or names torch's C++ frontend (nn, optim, jit, ...), gets the whole torch/extension.h"
         },
     )
     build_ahead: bool = field(
@@ -162,7 +156,7 @@ class CudaEvalConfig:
     light_cuda_headers: bool = field(
         default=True,
         metadata={
-            "help": "compile .cu sources against the lightest headers that work (CUDA only, ATen ops, torch/types.h); falls back on error"
+            "help": "compile .cu sources against the lightest headers that work (CUDA only, ATen ops, as written); falls back on error"
         },
     )
     split_host_functions: bool = field(

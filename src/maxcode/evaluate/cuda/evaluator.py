@@ -347,10 +347,7 @@ class CudaEvaluator:
         job.figures["builds"] = [
             {k: b[k] for k in ("name", "key", "ok", "seconds", "steps", "cuda_headers", "cached")}
             | {"host_split": b.get("host_split", "")}  # why its host functions were not moved
-            | {
-                k: b.get(k, default)
-                for k, default in (("host_headers", ""), ("host_parsed", False))
-            }
+            | {"host_headers": b.get("host_headers", "")}
             for b in builds
         ]
         failed = next((b for b in builds if not b["ok"]), None)
@@ -397,8 +394,7 @@ class CudaEvaluator:
         """Starts building the precompiled headers, once: from ``prepare_build_cache`` or else
         with the first compile job (the jobs of the first wave spend their first seconds
         starting Python and running the candidate's code before they ask for a build; each
-        one either waits for the header or, ``wait_for_host_pch`` false, parses the headers
-        until it is there)."""
+        one waits for the header)."""
         with self._pch_lock:
             if self._pch_ahead is not None:
                 return
@@ -441,7 +437,6 @@ class CudaEvaluator:
             jail=self.jail,
             split_host=self.config.split_host_functions,
             light_host_headers=self.config.light_host_headers,
-            wait_for_pch=self.config.wait_for_host_pch,
         )
 
     def _run_compile_job(self, job: _Job) -> dict[str, Any]:

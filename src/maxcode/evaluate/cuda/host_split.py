@@ -3,9 +3,8 @@
 A typical KernelBench candidate's ``.cu`` holds kernels plus host functions that check
 tensors, allocate outputs and launch the kernels with ``k<<<grid, block, shmem, stream>>>``.
 Those host functions are the only reason the ``.cu`` includes torch, which nvcc then parses
-twice more than a C++ file (cudafe++ and its host compiler; the device pass is spared by
-:func:`maxcode.evaluate.cuda.build.hide_host_code_from_device_pass`), with no precompiled
-header. Split here:
+three times (its device pass, cudafe++ and its host compiler), with no precompiled header.
+Split here:
 
 * the kernel ``.cu``: the kernels, ``__device__`` code, ``__constant__`` memory, types,
   macros and constants, plus one launch stub per kernel (per instantiation for templates)
