@@ -103,11 +103,20 @@ def nap(job: dict) -> dict:
 
 
 def _nap_in(stretch: str, job: dict) -> dict:
-    """Sleeps inside a gate stretch after ``delay`` seconds; figures: when it ran."""
+    """Sleeps inside a gate stretch; figures: when it ran. It asks for the stretch after
+    ``delay`` seconds, or once the file ``after`` exists (another job wrote it on entering
+    its own stretch: an order that holds however loaded the machine), and writes the file
+    ``entered`` once inside."""
     from maxcode.evaluate.cuda.supervisor import child_gate
 
     time.sleep(float(job.get("delay", 0.0)))
+    if job.get("after"):
+        deadline = time.time() + 60
+        while not os.path.exists(job["after"]) and time.time() < deadline:
+            time.sleep(0.01)
     with getattr(child_gate(), stretch)():
+        if job.get("entered"):
+            open(job["entered"], "w").close()
         start = time.time()
         time.sleep(float(job.get("seconds", 1.0)))
         end = time.time()

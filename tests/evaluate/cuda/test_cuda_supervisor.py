@@ -156,15 +156,15 @@ def test_an_exclusive_stretch_stops_its_neighbours_and_stops_their_clocks(worker
 
 
 def test_a_timing_waits_for_the_shared_stretches_already_running(worker, tmp_path):
-    shared = {**job(tmp_path, "shared_nap"), "seconds": 1.2}
-    timing = {**job(tmp_path, "exclusive_nap"), "delay": 0.3, "seconds": 0.2}
+    shared = {**job(tmp_path, "shared_nap"), "seconds": 1.2, "entered": str(tmp_path / "in")}
+    timing = {**job(tmp_path, "exclusive_nap"), "after": str(tmp_path / "in"), "seconds": 0.2}
     shared_reply, timing_reply = side_by_side(worker, [shared, timing])
     assert timing_reply["figures"]["span"][0] >= shared_reply["figures"]["span"][1] - 0.01
 
 
 def test_a_shared_stretch_waits_while_a_timing_runs(worker, tmp_path):
-    timing = {**job(tmp_path, "exclusive_nap"), "seconds": 1.0}
-    shared = {**job(tmp_path, "shared_nap"), "delay": 0.3, "seconds": 0.1}
+    timing = {**job(tmp_path, "exclusive_nap"), "seconds": 1.0, "entered": str(tmp_path / "in")}
+    shared = {**job(tmp_path, "shared_nap"), "after": str(tmp_path / "in"), "seconds": 0.1}
     timing_reply, shared_reply = side_by_side(worker, [timing, shared])
     assert shared_reply["figures"]["span"][0] >= timing_reply["figures"]["span"][1] - 0.01
 
@@ -297,8 +297,9 @@ def in_two_evaluators(workers: list[GpuWorker], jobs: list[dict]) -> list[dict]:
 
 
 def test_a_timing_waits_for_another_evaluator_processs_timing(two_evaluators, tmp_path):
-    first = {**job(tmp_path, "exclusive_nap"), "seconds": 1.0}
-    second = {**job(tmp_path, "exclusive_nap", name="second"), "delay": 0.3, "seconds": 0.2}
+    first = {**job(tmp_path, "exclusive_nap"), "seconds": 1.0, "entered": str(tmp_path / "in")}
+    second = {**job(tmp_path, "exclusive_nap", name="second"), "after": str(tmp_path / "in")}
+    second["seconds"] = 0.2
     a, b = in_two_evaluators(two_evaluators, [first, second])
     assert a["status"] == b["status"] == "ok", (a, b)
     assert b["figures"]["span"][0] >= a["figures"]["span"][1] - 0.01
@@ -306,11 +307,13 @@ def test_a_timing_waits_for_another_evaluator_processs_timing(two_evaluators, tm
 
 
 def test_another_evaluator_processs_gpu_work_waits_while_one_times(two_evaluators, tmp_path):
-    timing = {**job(tmp_path, "exclusive_nap"), "seconds": 1.0}
-    shared = {**job(tmp_path, "shared_nap"), "delay": 0.3, "seconds": 0.1}
+    timing = {**job(tmp_path, "exclusive_nap"), "seconds": 1.0, "entered": str(tmp_path / "in")}
+    shared = {**job(tmp_path, "shared_nap"), "after": str(tmp_path / "in"), "seconds": 0.1}
     a, b = in_two_evaluators(two_evaluators, [timing, shared])
     assert b["figures"]["span"][0] >= a["figures"]["span"][1] - 0.01
     shared = {**job(tmp_path, "shared_nap", name="shared2"), "seconds": 1.0}
-    timing = {**job(tmp_path, "exclusive_nap", name="timing2"), "delay": 0.3, "seconds": 0.1}
+    shared["entered"] = str(tmp_path / "in2")
+    timing = {**job(tmp_path, "exclusive_nap", name="timing2"), "after": str(tmp_path / "in2")}
+    timing["seconds"] = 0.1
     a, b = in_two_evaluators(two_evaluators, [shared, timing])
     assert b["figures"]["span"][0] >= a["figures"]["span"][1] - 0.01
