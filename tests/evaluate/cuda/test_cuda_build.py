@@ -414,6 +414,7 @@ def test_kernel_using_torch_factories_compiles_against_aten_ops(cache):
     assert "cuda" in out.steps and out.failed_step != "cuda", out.first_error
 
 
+@pytest.mark.integration  # nvcc parses the whole of torch/extension.h: minutes on 2 cores
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_tensor_operators_fall_back_to_the_text_as_written(cache):
     """``a + b`` on tensors needs ATen's operator overloads (in the all-ops header)."""
