@@ -397,7 +397,7 @@ _REPLAY_SEED = re.compile(r"\+seed(\d+)$")
 
 def _policy_label(group: list[RunRow]) -> str:
     """The group's policy; a replay policy's name carries its run's seed, so a group of
-    several seeds names them together ("replay/1, seeds 0, 1, 2") and says it replays."""
+    several seeds names them together ("replay/1 (replayed LLM programs), seeds 0, 1, 2")."""
     r = group[0]
     if r.policy.startswith(REPLAY_POLICY):
         seeds = sorted({int(m.group(1)) for g in group if (m := _REPLAY_SEED.search(g.policy))})
