@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -326,9 +328,10 @@ def test_a_compile_error_names_the_users_file(program, tmp_path):
 # ---- 4. timing: repeatable by default ---------------------------------------------------
 
 
-def test_cpp_timing_defaults_to_instruction_counts_and_says_so(program, tmp_path):
-    src, tests = program
-    out = tmp_path / "o"
+@contextmanager
+def live_run(src: Path, tests: Path, out: Path) -> Iterator[subprocess.Popen]:
+    """`maxcode optimize` in its own process group, its stderr piped line by line, that
+    Ctrl-C (SIGINT to the group) reaches; killed if still running at the end."""
     proc = subprocess.Popen(
         [*MAXCODE, "optimize", str(src), "--tests", str(tests), "--out", str(out)],
         stderr=subprocess.PIPE,
@@ -341,6 +344,15 @@ def test_cpp_timing_defaults_to_instruction_counts_and_says_so(program, tmp_path
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_cpp_timing_defaults_to_instruction_counts_and_says_so(program, tmp_path):
+    src, tests = program
+    with live_run(src, tests, tmp_path / "o") as proc:
         first = proc.stderr.readline()
         assert "timing instructions" in first and "--timing wall" in first
         # ---- 5. a live start: the first line names target, policy, evaluator, tests, budget,
@@ -355,24 +367,12 @@ def test_cpp_timing_defaults_to_instruction_counts_and_says_so(program, tmp_path
         rest = proc.stderr.read()
         assert proc.wait(timeout=120) == 130, rest
         assert "resume with --resume" in rest and "Traceback" not in rest
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def test_ctrl_c_before_the_search_says_nothing_was_recorded(program, tmp_path):
     src, tests = program
     out = tmp_path / "o"
-    proc = subprocess.Popen(
-        [*MAXCODE, "optimize", str(src), "--tests", str(tests), "--out", str(out)],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=NO_KEYS,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    try:
+    with live_run(src, tests, out) as proc:
         proc.stderr.readline()
         assert proc.stderr.readline().startswith("evaluating the original")
         os.killpg(proc.pid, signal.SIGINT)  # while the original compiles and runs
@@ -380,9 +380,6 @@ def test_ctrl_c_before_the_search_says_nothing_was_recorded(program, tmp_path):
         assert proc.wait(timeout=120) == 130, rest
         assert "before the search began, so nothing was recorded" in rest, rest
         assert not (out / "report.html").exists() and "Traceback" not in rest
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 # ---- 5. a live start --------------------------------------------------------------------

@@ -20,6 +20,8 @@ from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
 from maxcode.policy.offline_cuda.render import render
 from maxcode.search.types import Attempt, Critique, Observation
 from maxcode.tasks.model import Task
+from tests.evaluate.cuda.cuda_fixtures import requires_gpu
+from tests.policy.nvcc_units import compile_units
 
 
 def kb_problem(init_args: str, init: str, forward: str, sizes: str, inputs: str) -> str:
@@ -346,34 +348,16 @@ def test_a_memory_bound_critique_steers_a_tuned_split_plan_toward_fusing(policy)
 @pytest.mark.slow
 def test_fused_and_split_candidates_compile_with_nvcc(policy, tmp_path: Path):
     """Every problem's fused and split plans (default parameters) in one nvcc run."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    units = ["#include <cuda_runtime.h>", "#include <cstdint>", "#include <cmath>"]
-    for i, name in enumerate(sorted(PROBLEMS)):
+    units = {}
+    for name in sorted(PROBLEMS):
         for j, plan in enumerate(policy.analyze(PROBLEMS[name]).variants):
-            cuda = render(plan, [space.default(s) for s in plan.stages], policy.name).cuda
-            body = "\n".join(x for x in cuda.splitlines() if not x.startswith("#include"))
-            units.append(f"namespace unit{i}_{j} {{  // {name}\n{body}\n}}")
-    (tmp_path / "k.cu").write_text("\n".join(units))
-    proc = subprocess.run(
-        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
-def _has_gpu() -> bool:
-    from maxcode.evaluate.cuda.figures import detect_cuda_arch
-
-    return shutil.which("nvidia-smi") is not None and bool(detect_cuda_arch())
+            params = [space.default(s) for s in plan.stages]
+            units[f"{name} variant {j}"] = render(plan, params, policy.name).cuda
+    compile_units(units, tmp_path)
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU")
+@requires_gpu
 def test_fused_and_split_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
     """Each problem's fused and split plans through the real CUDA evaluator (correctness
     trials, shape perturbation, anti-cheat checks)."""

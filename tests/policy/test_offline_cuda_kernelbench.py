@@ -22,6 +22,8 @@ from maxcode.policy.offline_cuda import OfflineCudaPolicy, graph, space
 from maxcode.policy.offline_cuda.render import render
 from maxcode.search.types import Attempt, Observation
 from maxcode.tasks.model import Task
+from tests.evaluate.cuda.cuda_fixtures import requires_gpu
+from tests.policy.nvcc_units import compile_units
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -341,28 +343,11 @@ def test_fused_candidates_compile_with_nvcc(policy, problem, tmp_path: Path):
     }[problem]
     plan = policy.analyze(source, f"{problem}.py").plan
     rendered = render(plan, [space.default(s) for s in plan.stages], policy.name)
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    (tmp_path / "k.cu").write_text(rendered.cuda)
-    proc = subprocess.run(
-        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
-def _has_gpu() -> bool:
-    from maxcode.evaluate.cuda.figures import detect_cuda_arch
-
-    return shutil.which("nvidia-smi") is not None and bool(detect_cuda_arch())
+    compile_units({problem: rendered.cuda}, tmp_path)
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU")
+@requires_gpu
 def test_fused_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
     """Every fixture's first step (each variant's default) through the real CUDA evaluator."""
     from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator

@@ -16,6 +16,7 @@ import pytest
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
 from maxcode.policy.offline_cuda.render import render
+from tests.policy.nvcc_units import compile_units
 
 
 def problem(init: str, forward: str, shape: str) -> str:
@@ -100,29 +101,16 @@ def test_split_parameters_are_searched_and_follow_a_memory_bound_critique(policy
 @pytest.mark.slow
 def test_split_reductions_compile_with_nvcc(policy, tmp_path: Path):
     """Every fixture's candidate (default and scalar-load parameters) in one nvcc run."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    units = ["#include <cuda_runtime.h>", "#include <cstdint>", "#include <cmath>"]
-    for i, (name, source) in enumerate(sorted(SPLIT.items())):
+    units = {}
+    for name, source in sorted(SPLIT.items()):
         plan, _ = split_stages(policy, name, source)
-        for j, vec in enumerate((4, 1)):
+        for vec in (4, 1):
             params = [space.default(s) for s in plan.stages]
             for p, stage in zip(params, plan.stages, strict=True):
                 if space.variant(stage) == "reduction-split":
                     p.update(vec=vec, threads=256 if vec == 1 else 512)
-            cuda = render(plan, params, policy.name).cuda
-            body = "\n".join(x for x in cuda.splitlines() if not x.startswith("#include"))
-            units.append(f"namespace unit{i}_{j} {{  // {name}\n{body}\n}}")
-    (tmp_path / "k.cu").write_text("\n".join(units))
-    proc = subprocess.run(
-        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+            units[f"{name} vec {vec}"] = render(plan, params, policy.name).cuda
+    compile_units(units, tmp_path)
 
 
 _HARNESS = r"""

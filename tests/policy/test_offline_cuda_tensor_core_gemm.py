@@ -4,8 +4,6 @@ moves (and the compute-bound critique favours), static checks and nvcc."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,8 @@ from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
 from maxcode.policy.offline_cuda.render import render
 from maxcode.tasks.builtin_cuda import load_builtin_cuda
+from tests.evaluate.cuda.cuda_fixtures import requires_gpu
+from tests.policy.nvcc_units import compile_units
 
 TOLERANCE = 1e-4  # KernelBench's atol = rtol for float32
 
@@ -150,36 +150,16 @@ def test_a_compute_bound_critique_steers_the_search_to_the_tensor_core_gemm(gemm
 def test_tensor_core_gemms_compile_with_nvcc(gemm_plans, tmp_path: Path):
     """Every built-in GEMM task (plain, batched, transposed B, with a softmax after it) with
     3xTF32, in one nvcc run for the project's target architecture."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    units = ["#include <cuda_runtime.h>", "#include <cstdint>", "#include <cmath>"]
-    units.append("#include <mma.h>")
+    units = {}
     for i, (name, plan) in enumerate(sorted(gemm_plans.items())):
         params = [space.default(s) for s in plan.stages]
         params[0].update(tf32x3=1, bm=128 if i % 2 else 64, bk=8 * (1 + i % 2))
-        cuda = render(plan, params, "offline-cuda/1").cuda
-        body = "\n".join(x for x in cuda.splitlines() if not x.startswith("#include"))
-        units.append(f"namespace unit{i} {{  // {name}\n{body}\n}}")
-    (tmp_path / "k.cu").write_text("\n".join(units))
-    proc = subprocess.run(
-        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
-def _has_gpu() -> bool:
-    from maxcode.evaluate.cuda.figures import detect_cuda_arch
-
-    return shutil.which("nvidia-smi") is not None and bool(detect_cuda_arch())
+        units[name] = render(plan, params, "offline-cuda/1").cuda
+    compile_units(units, tmp_path)
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _has_gpu(), reason="needs an NVIDIA GPU")
+@requires_gpu
 @pytest.mark.parametrize(
     "file_name",
     [

@@ -133,12 +133,9 @@ _TIMING_PY = re.compile(
 _PRECISION_PY = re.compile(
     r"\.half\s*\(|\.bfloat16\s*\(|torch\s*\.\s*(float16|half|bfloat16|float8\w*)\b|allow_tf32|set_float32_matmul_precision|autocast"
 )
-_PRECISION_C = re.compile(
-    r"\b(__half2?|half2|__nv_bfloat162?|__float2half\w*|__float2bfloat16\w*|wmma::|mma\.sync|tf32)\b|at::kHalf|at::kBFloat16"
-)
-_HALF_C = re.compile(
-    r"\b(__half2?|half2|__nv_bfloat162?|__float2half\w*|__float2bfloat16\w*)\b|at::kHalf|at::kBFloat16"
-)
+_HALF_TYPES_C = r"__half2?|half2|__nv_bfloat162?|__float2half\w*|__float2bfloat16\w*"
+_HALF_C = re.compile(rf"\b({_HALF_TYPES_C})\b|at::kHalf|at::kBFloat16")
+_PRECISION_C = re.compile(rf"\b({_HALF_TYPES_C}|wmma::|mma\.sync|tf32)\b|at::kHalf|at::kBFloat16")
 # Rationale: 3xTF32 keeps FP32 accuracy on tensor cores: x = hi + lo with hi = tf32(x) and
 # lo = tf32(x - hi), and a product sums a_lo*b_hi + a_hi*b_lo + a_hi*b_hi. TF32 code that
 # rounds such a residual is that split; plain TF32 (hi only) has no residual to round. A
