@@ -1,7 +1,8 @@
 """KernelBench's own harness, run beside ours: imported from a checkout the user gives, never part
 of this project (``--kb-src``: the ``src/`` folder of github.com/ScalingIntelligence/KernelBench).
 
-Its LLM-client imports (dotenv, openai, litellm) are stubbed because its evaluator does not use
+Its LLM-client imports (dotenv, openai, litellm, together, google.generativeai, anthropic) are
+stubbed because its evaluator does not use
 them. KernelBench compiles with torch's ``load_inline``; as in its own scripts, builds are
 pre-compiled in parallel CPU processes (``precompile``), then evaluated one after another on the
 GPU, each in a fresh spawned process with KernelBench's 180 s limit (``verdict_in_fresh_process``,
@@ -13,6 +14,7 @@ pre-compiled cache.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import inspect
 import sys
 import types
@@ -34,6 +36,18 @@ class _RecordStandIn:
             setattr(self, name, value)
 
 
+LLM_CLIENTS = {
+    "dotenv": {"load_dotenv": lambda *a, **k: None},
+    "openai": {"OpenAI": object},
+    "litellm": {"completion": None},
+    "together": {"Together": object},
+    "google.generativeai": {},
+    "anthropic": {},
+}
+"""The LLM clients KernelBench's modules import (its utils.py, in the labels' version) and its
+evaluator never calls: stand-ins, so the harness imports where they are not installed."""
+
+
 def import_kernelbench(kb_src: Path) -> types.ModuleType:
     try:
         import pydantic  # noqa: F401
@@ -46,15 +60,13 @@ def import_kernelbench(kb_src: Path) -> types.ModuleType:
         stub = types.ModuleType("pydantic")
         stub.BaseModel = _RecordStandIn  # type: ignore[attr-defined]
         sys.modules["pydantic"] = stub
-    for name, attrs in {
-        "dotenv": {"load_dotenv": lambda *a, **k: None},
-        "openai": {"OpenAI": object},
-        "litellm": {"completion": None},
-    }.items():
+    for name, attrs in LLM_CLIENTS.items():
         if name not in sys.modules:
             stub = types.ModuleType(name)
             stub.__dict__.update(attrs)
             sys.modules[name] = stub
+    if importlib.util.find_spec("google") is None:  # google.generativeai's namespace package
+        sys.modules["google"] = types.ModuleType("google")
     sys.path.insert(0, str(kb_src))
     import kernelbench.eval as kbe
 
