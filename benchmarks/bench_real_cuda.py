@@ -560,6 +560,9 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
         print(f"KernelBench: {len(earlier)} candidates have a row in {args.json}; {len(todo)} left")
     builds = args.work / "kernelbench-builds"
     dirs = {c.key: str(builds / c.key.replace("/", "_")) for c in todo}
+    for d in dirs.values():  # torch's build lock, left by a run killed mid-build, blocks forever
+        for lock in Path(d).glob("*/lock"):
+            lock.unlink()
     t = time.monotonic()
     with ProcessPoolExecutor(os.cpu_count(), mp_context=get_context("spawn")) as pool:
         jobs = [(str(args.kb_src), c.source, dirs[c.key]) for c in todo]

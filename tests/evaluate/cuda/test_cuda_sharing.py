@@ -17,6 +17,7 @@ import maxcode.evaluate.cuda.evaluator as evaluator_module
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda.estimator import PROCESS_OVERHEAD_MB, gpu_memory_estimates_mb
 from maxcode.evaluate.cuda.gpus import MAX_OVERTAKES, GpuMemoryLedger, GpuQueue, gpu_slots
+from maxcode.evaluate.cuda.worker import oom_request_mb
 from maxcode.evaluate.result import Status
 
 STATS = {"median": 1.0, "iqr": 0.01, "n": 20}
@@ -709,6 +710,44 @@ def test_out_of_memory_while_other_processes_held_the_gpu_is_run_again_and_says_
     assert "other processes held 77.1 GiB of the GPU when it ran out (81 MiB free)" in result.reason
     assert result.figures["memory_verdict_shared"] is True
     assert result.figures["run_alone_after"].startswith("memory_limit")
+
+
+def test_an_allocation_larger_than_the_others_could_explain_is_the_candidates_own(
+    tmp_path, monkeypatch, saxpy_task, source
+):
+    """A 1 TiB request fails on an 80 GB GPU whoever else holds memory: no second run, and the
+    verdict keeps saying that the reference alone fits."""
+
+    def reply(job, beside):
+        if job["entry"].endswith(":run_reference"):
+            return {"status": "ok", "reference": REFERENCE}
+        return {
+            "status": "memory_limit",
+            "reason": "out of GPU memory during result_reuse: CUDA out of memory. Tried to allocate 1024.00 GiB",
+            "figures": {
+                "env": {"memory_mb": 81559},
+                "gpu_free_mb_at_oom": 60000.0,
+                "gpu_other_processes_mb": 20000.0,
+                "gpu_oom_request_mb": 1048576.0,
+            },
+        }
+
+    gpu = SharedGpu(reply)
+    (result,) = evaluate(tmp_path, monkeypatch, gpu, [(saxpy_task, source)])
+    assert len(gpu.candidates()) == 1
+    assert "the reference alone peaks at 2.0 GiB of 79.6 GiB and fits" in result.reason
+    assert result.figures["reference_fits"] is True
+    assert "memory_verdict_shared" not in result.figures
+
+
+def test_the_failed_allocation_is_read_from_torchs_message():
+    message = (
+        "CUDA out of memory. Tried to allocate 1024.00 GiB. GPU 0 has a total capacity of "
+        "139.81 GiB of which 137.02 GiB is free."
+    )
+    assert oom_request_mb(message) == 1024.0 * 1024
+    assert oom_request_mb("Tried to allocate 20.00 MiB. GPU 0") == 20.0
+    assert oom_request_mb("an illegal memory access was encountered") is None
 
 
 def test_a_timeout_while_another_evaluator_used_the_gpu_is_run_again_and_says_so(

@@ -1136,9 +1136,14 @@ def _other_evaluators(reply: dict[str, Any]) -> bool:
 
 def _others_held_memory(reply: dict[str, Any]) -> bool:
     """Whether other processes (another evaluator on the host) held enough of the GPU when
-    the candidate ran out of memory that they, not the candidate, may have caused it."""
-    held = _number((reply.get("figures") or {}).get("gpu_other_processes_mb")) or 0.0
-    return held > CUDA_CONTEXT_MB + OTHER_PROCESSES_MB
+    the candidate ran out of memory that they, not the candidate, may have caused it: not
+    when the failed allocation would not have fit even in what they held."""
+    figures = reply.get("figures") or {}
+    held = _number(figures.get("gpu_other_processes_mb")) or 0.0
+    request = _number(figures.get("gpu_oom_request_mb"))
+    free = _number(figures.get("gpu_free_mb_at_oom")) or 0.0
+    fits_without_them = request is None or request <= free + held
+    return held > CUDA_CONTEXT_MB + OTHER_PROCESSES_MB and fits_without_them
 
 
 def _number(text: Any) -> float | None:

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import random
+import re
 import statistics
 import threading
 import time
@@ -174,7 +175,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             "memory_limit",
             f"out of GPU memory during {run.current_stage}: {_describe(err)}",
         )
-        run.figures.update(gpu_memory_at_oom())
+        run.figures.update(gpu_memory_at_oom(err))
     except Exception as err:  # e.g. a sticky CUDA error the candidate caused, surfacing later
         status, reason = "runtime_error", f"evaluation failed: {_describe(err)}"
         run.figures["traceback"] = traceback.format_exc()[-3000:]
@@ -277,19 +278,33 @@ def tf32_ops(ops: set[str], precision: str) -> list[str]:
     return sorted(ops & allowed)
 
 
-def gpu_memory_at_oom() -> dict[str, float]:
-    """The GPU's free memory when this process ran out, and what this process held: the rest
-    was held by other processes (``gpu_other_processes_mb``), which the evaluator weighs
-    before blaming the candidate."""
+def gpu_memory_at_oom(err: BaseException) -> dict[str, float]:
+    """The GPU's free memory when this process ran out, what this process held (the rest was
+    held by other processes: ``gpu_other_processes_mb``) and the allocation that failed, which
+    the evaluator weighs before blaming the candidate."""
     try:
         free, total = torch.cuda.mem_get_info()
     except Exception:  # a context too broken to ask: nothing to say
         return {}
     own = torch.cuda.memory_reserved()
-    return {
+    figures = {
         "gpu_free_mb_at_oom": round(free / 2**20, 1),
         "gpu_other_processes_mb": round(max(0, total - free - own) / 2**20, 1),
     }
+    request = oom_request_mb(str(err))
+    if request is not None:
+        figures["gpu_oom_request_mb"] = round(request, 1)
+    return figures
+
+
+OOM_REQUEST = re.compile(r"Tried to allocate ([0-9.]+) (bytes|B|KiB|MiB|GiB|TiB)\b")
+UNIT_MB = {"bytes": 2**-20, "B": 2**-20, "KiB": 2**-10, "MiB": 1.0, "GiB": 2**10, "TiB": 2**20}
+
+
+def oom_request_mb(message: str) -> float | None:
+    """The size of the allocation torch's out-of-memory message says failed, in MiB."""
+    match = OOM_REQUEST.search(message)
+    return float(match[1]) * UNIT_MB[match[2]] if match else None
 
 
 def trial_input_maker(job_dir: Path) -> tuple[int | None, Callable[[int], list[Any]]]:
