@@ -411,6 +411,11 @@ def _eval_process(candidate: Path, task: Path, cache_dir: Path, tf32: str) -> di
         "paused_seconds": figures.get("paused_seconds"),
         "tf32": figures.get("tf32"),
         "seconds": seconds,
+        # where a process's seconds go: its GPU job's stages, the build, the wait for the GPU
+        "stage_seconds": figures.get("stage_seconds"),
+        "compile_seconds": figures.get("compile_seconds"),
+        "gpu_queue_seconds": figures.get("gpu_queue_seconds"),
+        "process_seconds": figures.get("process_seconds"),
     }
 
 
