@@ -45,7 +45,15 @@ LLM_CLIENTS = {
     "anthropic": {},
 }
 """The LLM clients KernelBench's modules import (its utils.py, in the labels' version) and its
-evaluator never calls: stand-ins, so the harness imports where they are not installed."""
+evaluator never calls: stand-ins, so the harness imports where they are not installed (an
+installed one is imported as it is, so this process's own clients stay real)."""
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # its parent package is missing
+        return False
 
 
 def import_kernelbench(kb_src: Path) -> types.ModuleType:
@@ -61,11 +69,11 @@ def import_kernelbench(kb_src: Path) -> types.ModuleType:
         stub.BaseModel = _RecordStandIn  # type: ignore[attr-defined]
         sys.modules["pydantic"] = stub
     for name, attrs in LLM_CLIENTS.items():
-        if name not in sys.modules:
+        if name not in sys.modules and not _installed(name):
             stub = types.ModuleType(name)
             stub.__dict__.update(attrs)
             sys.modules[name] = stub
-    if importlib.util.find_spec("google") is None:  # google.generativeai's namespace package
+    if not _installed("google"):  # google.generativeai's namespace package
         sys.modules["google"] = types.ModuleType("google")
     sys.path.insert(0, str(kb_src))
     import kernelbench.eval as kbe
