@@ -1,12 +1,12 @@
 """KernelBench's own harness, run beside ours: imported from a checkout the user gives, never part
 of this project (``--kb-src``: the ``src/`` folder of github.com/ScalingIntelligence/KernelBench).
 
-Its LLM-client imports (dotenv, openai, litellm, together, google.generativeai, anthropic) are
-stubbed because its evaluator does not use
-them. KernelBench compiles with torch's ``load_inline``; as in its own scripts, builds are
-pre-compiled in parallel CPU processes (``precompile``), then evaluated one after another on the
-GPU, each in a fresh spawned process with KernelBench's 180 s limit (``verdict_in_fresh_process``,
-its ``batch_eval`` with one GPU). One process for all would not do: torch renames a second
+Its LLM-client imports (dotenv, openai, litellm, together, google.generativeai, anthropic) get
+stand-ins where they are not installed, because its evaluator does not use them. KernelBench
+compiles with torch's ``load_inline``; as in its own scripts, builds are
+pre-compiled in parallel CPU processes (``precompile``), then evaluated on the GPU, each in a
+fresh spawned process with KernelBench's 180 s limit (``verdict_in_fresh_process``, its
+``batch_eval`` with one GPU: one after another, unless the caller runs several at once). One process for all would not do: torch renames a second
 extension of the same name and different source (``name_v1``) and compiles it again, outside the
 pre-compiled cache.
 """
