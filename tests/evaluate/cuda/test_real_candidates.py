@@ -412,3 +412,18 @@ def test_kernelbench_harness_imports_without_pydantic(tmp_path: Path, monkeypatc
 def test_a_same_gpu_disagreement_gets_its_cause(ours, reason, kernelbench, detail, cause):
     row = {"ours": ours, "reason": reason}
     assert same_gpu_cause(row, {"kernelbench_here": kernelbench, "detail": detail}) == cause
+
+
+def test_a_kernelbench_run_resumes_from_the_rows_its_json_holds(tmp_path: Path):
+    """A run cut short keeps its rows; the next run with the same --json takes them as done
+    (those of its sample only) and a missing or unreadable file means a fresh start."""
+    from bench_real_cuda import _earlier_kernelbench_rows
+    from result_json import write_result
+
+    rows = [{"candidate": "a/L1/P1", "kernelbench_here": "ok"}, {"candidate": "b/L2/P7"}]
+    path = tmp_path / "kb.json"
+    write_result("cuda-real-candidates-kernelbench", {"kernelbench": {"rows": rows}}, path=path)
+    assert _earlier_kernelbench_rows(path, {"a/L1/P1", "c/L1/P3"}) == {"a/L1/P1": rows[0]}
+    assert _earlier_kernelbench_rows(tmp_path / "missing.json", {"a/L1/P1"}) == {}
+    (tmp_path / "cut.json").write_text('{"data": {"kernel')
+    assert _earlier_kernelbench_rows(tmp_path / "cut.json", {"a/L1/P1"}) == {}
