@@ -21,30 +21,8 @@ from maxcode.policy.offline_cuda.render import render
 from maxcode.search.types import Attempt, Critique, Observation
 from maxcode.tasks.model import Task
 from tests.evaluate.cuda.cuda_fixtures import requires_gpu
+from tests.policy.kernelbench_files import kb_problem
 from tests.policy.nvcc_units import compile_units
-
-
-def kb_problem(init_args: str, init: str, forward: str, sizes: str, inputs: str) -> str:
-    return f"""import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def __init__(self, {init_args}):
-        super(Model, self).__init__()
-{init}
-
-    def forward(self, x):
-{forward}
-
-{sizes}
-
-def get_inputs():
-    return [{inputs}]
-
-def get_init_inputs():
-    return [{init_args}]
-"""
-
 
 PROBLEMS = {
     # 62_Matmul_GroupNorm_LeakyReLU_Sum: GroupNorm, its affine, LeakyReLU and x + x: one kernel

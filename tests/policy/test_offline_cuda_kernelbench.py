@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from maxcode.policy.offline_cuda.render import render
 from maxcode.search.types import Attempt, Observation
 from maxcode.tasks.model import Task
 from tests.evaluate.cuda.cuda_fixtures import requires_gpu
+from tests.policy.kernelbench_files import kb_problem
 from tests.policy.nvcc_units import compile_units
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -34,32 +33,6 @@ def coverage():
     import bench_offline_cuda_coverage
 
     return bench_offline_cuda_coverage
-
-
-def kb_problem(
-    init_args: str, init: str, forward: str, sizes: str, inputs: str, init_inputs: str
-) -> str:
-    """A problem file in KernelBench's own style: sizes at module level, ``super(Model, self)``."""
-    return f'''import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    """A KernelBench-style problem."""
-    def __init__(self, {init_args}):
-        super(Model, self).__init__()
-{init}
-
-    def forward(self, x):
-{forward}
-
-{sizes}
-
-def get_inputs():
-    return [{inputs}]
-
-def get_init_inputs():
-    return [{init_inputs}]
-'''
 
 
 CONV_TAIL = kb_problem(
@@ -471,18 +444,7 @@ def test_batch_statistics_in_one_welford_pass_are_a_searched_choice(policy, tmp_
     params = [one_pass if s is stats else space.default(s) for s in plan.stages]
     cuda = render(plan, params, policy.name).cuda
     assert "_welford_add(" in cuda and "_welford_merge(" in cuda
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    (tmp_path / "k.cu").write_text(cuda)
-    proc = subprocess.run(
-        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    compile_units({"one-pass statistics": cuda}, tmp_path)
 
 
 def test_layer_norm_rows_in_one_welford_pass_are_a_searched_choice(policy, tmp_path: Path):
@@ -505,15 +467,4 @@ def test_layer_norm_rows_in_one_welford_pass_are_a_searched_choice(policy, tmp_p
     assert not space.valid("reduction-row", {**space.default(softmax), "welford": 1}, softmax)
     cuda = render(plan, [one_pass], policy.name).cuda
     assert "_row_welford(" in cuda
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc not installed")
-    (tmp_path / "k.cu").write_text(cuda)
-    proc = subprocess.run(
-        [nvcc, "-c", "-arch=sm_90", "-std=c++17", "k.cu", "-o", "k.o"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    compile_units({"one-pass statistics": cuda}, tmp_path)
