@@ -289,12 +289,6 @@ def section_baselines(
     return rows
 
 
-def _ours_category(status: str) -> str:
-    return {"ok": "correct", "wrong_answer": "incorrect", "compile_error": "compile_error"}.get(
-        status, status
-    )
-
-
 def section_kernelbench(args: argparse.Namespace, work: Path, summary: dict, save) -> dict:
     """KernelBench's own harness beside ours on the hand-written set: verdicts and speedups side
     by side (``save()`` after every candidate, so a run cut short keeps what it measured)."""
@@ -359,7 +353,7 @@ def section_kernelbench(args: argparse.Namespace, work: Path, summary: dict, sav
 
 def _compare_row(label: str, ours, kb: dict) -> dict:
     """One candidate's verdicts and speedups side by side, printed as it is made."""
-    agree = _ours_category(ours.status.value) == kb["category"]
+    agree = ours.status.value == kb["category"]
     ratio = ours.speedup / kb["speedup"] if ours.speedup and kb["speedup"] else None
     mark = "" if agree else "   <-- DISAGREE: " + (ours.reason or kb.get("detail", ""))[:120]
     ours_s = f"{ours.speedup:7.3f}" if ours.speedup else "      -"

@@ -22,6 +22,8 @@ from multiprocessing import TimeoutError as PoolTimeout
 from multiprocessing import get_context
 from pathlib import Path
 
+from maxcode.runs.kernelbench_format import kernelbench_label
+
 
 class _RecordStandIn:
     """pydantic.BaseModel's part KernelBench uses (``KernelExecResult(**fields)``, class defaults
@@ -124,14 +126,20 @@ def verdict(kb_src: str, reference: str, src: str, build_dir: str) -> dict:
     r = kbe.eval_kernel_against_ref(
         reference, src, **{k: v for k, v in settings.items() if k in accepted}
     )
-    if r is None or not r.compiled:
-        detail = str(r.metadata if r else "None")[:200]
-        return {"category": "compile_error", "speedup": None, "detail": detail}
-    if not r.correctness:
-        return {"category": "incorrect", "speedup": None, "detail": str(r.metadata)[:200]}
+    if r is None:
+        return {"category": "compile_error", "speedup": None, "detail": "None"}
+    # the same rules as the published labels: a runtime or CUDA error is a runtime_error even
+    # where KernelBench files it as an incorrect result
+    label = kernelbench_label(
+        {"compiled": r.compiled, "correctness": r.correctness, "metadata": r.metadata or {}},
+        harness="KernelBench here",
+    )
+    if label.verdict != "ok":
+        detail = label.error or str(r.metadata)
+        return {"category": label.verdict, "speedup": None, "detail": detail[:200]}
     ref_runtime = getattr(r, "ref_runtime", None)  # the older harness times no reference
     return {
-        "category": "correct",
+        "category": "ok",
         "speedup": ref_runtime / r.runtime if ref_runtime else None,
         "runtime": r.runtime,
         "ref_runtime": ref_runtime,

@@ -304,7 +304,7 @@ def same_gpu_cause(ours: dict, kernelbench: dict) -> str:
         return "build environment"
     if kb == "wrong_answer" and status == "ok" and KB_PARTIAL_TRIALS.search(detail):
         return "KernelBench's trials differ run to run"
-    if kb == "runtime_error" or (kb == "wrong_answer" and "runtime_error" in detail):
+    if kb == "runtime_error":
         return "KernelBench's runtime error"
     return "other"
 

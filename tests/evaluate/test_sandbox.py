@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from maxcode.evaluate.sandbox import (
     Limits,
     Sandbox,
     SandboxError,
+    build_helper,
     isolation_statement,
     signal_name,
 )
@@ -112,6 +114,17 @@ def test_process_limit_stops_a_fork_storm(sandbox):
     assert b"fork" in capped.stderr.lower()
     roomy = sh(sandbox, script, Limits(wall_s=5, processes=64))
     assert roomy.stdout == b"started all\n" and roomy.wall_s < 2  # sleepers killed at exit
+
+
+def test_the_launcher_built_under_a_relative_cache_dir_starts_from_any_directory(
+    tmp_path, monkeypatch
+):
+    """``--cache-dir .work/cache`` on the command line: the CUDA evaluator starts the launcher
+    from its workers' own working directories, so the path it gets must not be relative."""
+    monkeypatch.chdir(tmp_path)
+    helper = build_helper(Path("relative-cache"))
+    proc = subprocess.run([helper, "--no-such-option"], cwd="/", capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("mcbox: ")
 
 
 def test_missing_program_is_a_sandbox_error(sandbox):

@@ -104,7 +104,8 @@ def build_helper(cache_dir: Path) -> Path:
     """
     recipe = json.dumps(HELPER_LINKING).encode()
     digest = hashlib.sha256(HELPER_SOURCE.read_bytes() + recipe).hexdigest()[:16]
-    out = Path(cache_dir) / "sandbox" / f"mcbox-{digest}"
+    # absolute: the launcher is started from each run's private working directory
+    out = Path(cache_dir).resolve() / "sandbox" / f"mcbox-{digest}"
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -427,3 +427,110 @@ def test_a_kernelbench_run_resumes_from_the_rows_its_json_holds(tmp_path: Path):
     assert _earlier_kernelbench_rows(tmp_path / "missing.json", {"a/L1/P1"}) == {}
     (tmp_path / "cut.json").write_text('{"data": {"kernel')
     assert _earlier_kernelbench_rows(tmp_path / "cut.json", {"a/L1/P1"}) == {}
+
+
+FAKE_KB_VERDICTS = """
+class KernelExecResult:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def eval_kernel_against_ref(original_model_src, custom_model_src, seed_num=42, **settings):
+    # KernelBench's records for a launch failure, a wrong result and a correct one
+    if custom_model_src == "launch":
+        error = {"runtime_error": "CUDA kernel launch error: invalid argument"}
+        return KernelExecResult(compiled=True, correctness=False, metadata=error)
+    if custom_model_src == "wrong":
+        issue = {"correctness_issue": "Output mismatch", "max_difference": ["1.7"]}
+        return KernelExecResult(compiled=True, correctness=False, metadata=issue)
+    return KernelExecResult(
+        compiled=True, correctness=True, metadata={}, runtime=0.5, ref_runtime=1.0,
+        runtime_stats={}, ref_runtime_stats={},
+    )
+"""
+
+
+def test_kernelbench_here_is_read_by_the_rules_of_its_published_labels(tmp_path: Path, monkeypatch):
+    """KernelBench files a kernel launch failure as an incorrect result with a runtime_error in
+    its metadata; its published labels call that runtime_error, so its verdict here must too."""
+    from kernelbench_harness import verdict
+
+    (tmp_path / "kernelbench").mkdir()
+    (tmp_path / "kernelbench" / "__init__.py").write_text("")
+    (tmp_path / "kernelbench" / "eval.py").write_text(FAKE_KB_VERDICTS)
+    for name in ("kernelbench", "kernelbench.eval"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    got = {
+        src: verdict(str(tmp_path), "ref", src, str(tmp_path)) for src in ("launch", "wrong", "ok")
+    }
+    assert got["launch"]["category"] == "runtime_error"
+    assert got["launch"]["detail"].startswith("CUDA kernel launch error")
+    assert got["wrong"]["category"] == "wrong_answer"
+    assert (got["ok"]["category"], got["ok"]["speedup"]) == ("ok", 2.0)
+
+
+def test_the_same_gpu_table_reads_ours_from_the_result_file_the_ours_mode_writes(
+    tmp_path: Path, capsys
+):
+    from bench_real_cuda import print_same_gpu_agreement
+    from result_json import write_result
+
+    ours_rows = [
+        {"candidate": "a/L1/P1", "ours": "ok", "tf32": "torch-default"},
+        {"candidate": "a/L2/P9", "ours": "rejected", "reason": "no_custom_kernel_launched: ..."},
+    ]
+    path = tmp_path / "ours.json"
+    write_result("cuda-real-candidates", {"passes": [{"rows": ours_rows}]}, path=path)
+    kb_rows = [
+        {"candidate": c, "kernelbench_here": "ok", "detail": ""} for c in ("a/L1/P1", "a/L2/P9")
+    ]
+    report: dict = {}
+    print_same_gpu_agreement(path, kb_rows, report)
+    table = report["same_gpu_agreement"]
+    assert [r["agree"] for r in table["rows"]] == [True, False]
+    assert table["by_cause"] == {"our check (KernelBench has none)": 1}
+    assert "agree: 1/2" in capsys.readouterr().out
+
+
+def test_a_kernelbench_run_builds_evaluates_and_resumes(tmp_path: Path, capsys):
+    """The whole kernelbench mode on a stand-in of KernelBench's eval module: each candidate
+    is built, then evaluated in a fresh process and read by the labels' rules; a second run
+    with the same --json evaluates nothing again."""
+    import argparse
+
+    from bench_real_cuda import mode_kernelbench
+    from public_candidates import RealCandidate
+
+    from maxcode.runs.record import Label
+
+    kb_src = tmp_path / "kb"
+    (kb_src / "kernelbench").mkdir(parents=True)
+    (kb_src / "kernelbench" / "__init__.py").write_text("")
+    (kb_src / "kernelbench" / "eval.py").write_text(
+        FAKE_KB_VERDICTS
+        + "\n\ndef build_compile_cache(source, verbose, build_dir):\n"
+        + "    return (source != 'nobuild', None, 'nvcc: error: nobuild')\n"
+    )
+    problem = tmp_path / "problem.py"
+    problem.write_text("ref")
+    sample = []
+    for i, source in enumerate(("ok", "launch", "nobuild"), start=1):
+        (tmp_path / f"k{i}.py").write_text(source)
+        label = Label("ok", True, True, None, None, None, "KernelBench eval_results.json", "A100")
+        sample.append(RealCandidate("run", 1, i, tmp_path / f"k{i}.py", problem, label, None))
+    args = argparse.Namespace(
+        kb_n=3,
+        kb_jobs=2,
+        kb_src=kb_src,
+        work=tmp_path / "work",
+        json=tmp_path / "kb.json",
+        ours_json=None,
+    )
+    mode_kernelbench(args, sample, {})
+    rows = json.loads(args.json.read_text())["data"]["kernelbench"]["rows"]
+    assert [r["kernelbench_here"] for r in rows] == ["ok", "runtime_error", "compile_error"]
+    capsys.readouterr()
+    mode_kernelbench(args, sample, {})
+    assert "3 candidates have a row" in capsys.readouterr().out
+    assert json.loads(args.json.read_text())["data"]["kernelbench"]["rows"] == rows

@@ -118,7 +118,8 @@ class CudaEvaluator:
         gpus: list[int | str] | None = None,
     ):
         self.config = config or CudaEvalConfig()
-        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        # absolute: workers and the sandbox run from other working directories
+        self.cache_dir = (Path(cache_dir) if cache_dir else default_cache_dir()).resolve()
         self.gpus = gpus
         cfg_hash = hashlib.sha256(
             json.dumps(self.config.to_dict(), sort_keys=True, default=list).encode()
