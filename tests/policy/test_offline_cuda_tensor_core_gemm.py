@@ -4,6 +4,7 @@ moves (and the compute-bound critique favours), static checks and nvcc."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -218,12 +219,14 @@ def test_tensor_core_gemms_compile_with_nvcc(gemm_plans, tmp_path: Path):
         "5_Matmul_Scale_Softmax.py",
     ],
 )
-def test_tensor_core_gemm_matches_the_fp32_reference_on_a_gpu(
+def test_tensor_core_gemm_is_as_close_to_the_exact_product_as_fp32_on_a_gpu(
     gemm_plans, file_name, tmp_path: Path, monkeypatch
 ):
     """Built and run directly, so a failure names the GEMM and not a search: each built-in
-    GEMM task with 3xTF32 against the FP32 reference at atol = rtol = 1e-4, with torch's TF32
-    switches left at their defaults (off)."""
+    GEMM task with 3xTF32, its distance from the float64 model against the FP32 reference's own
+    (torch's TF32 switches left at their defaults: off). Not 1e-4 against the FP32 reference:
+    at 2048^3 with randn inputs even the exactly rounded product misses that on 13 of 4.2M
+    elements against a sequential FP32 sum (CPU emulation), whose own error reaches 5.3e-4."""
     import importlib.util
 
     from maxcode.policy.offline_cuda.graph import load_problem
@@ -242,14 +245,15 @@ def test_tensor_core_gemm_matches_the_fp32_reference_on_a_gpu(
     init = problem.get_init_inputs()
     torch.manual_seed(0)
     reference = problem.Model(*init).cuda()
+    exact_model = copy.deepcopy(reference).double()
     torch.manual_seed(0)
     new = candidate.ModelNew(*init).cuda()
     for trial in range(3):
         torch.manual_seed(trial)
         inputs = [x.cuda() for x in problem.get_inputs()]
         with torch.no_grad():
-            expected, got = reference(*inputs), new(*inputs)
-        assert torch.allclose(got, expected, atol=TOLERANCE, rtol=TOLERANCE), (
-            (got - expected).abs().max().item()
-        )
+            exact = exact_model(*[x.double() for x in inputs])
+            fp32_error = (reference(*inputs).double() - exact).abs().max().item()
+            error = (new(*inputs).double() - exact).abs().max().item()
+        assert error <= 2 * fp32_error, (error, fp32_error)
     assert not torch.backends.cuda.matmul.allow_tf32
