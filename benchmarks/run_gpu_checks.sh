@@ -78,9 +78,9 @@ if [ -d "$kb/runs" ]; then
   step real-cuda 590 python3 benchmarks/bench_real_cuda.py -n 64 --passes cold warm \
     --work "$out/.work/real-cuda" --json "$out/real-cuda.json"
   # KernelBench's own harness on the same 64 candidates, on this GPU, four fresh processes at a
-  # time (its pre-compile of 64 alone ran past 287 s on 16 cores), resumed by a second
-  # step where the first ran out of time; then ours against it on this GPU: the agreement
-  # table, each disagreement with its named cause.
+  # time, each as soon as its build is done (its pre-compile of 64 takes 370 s on an H200's 16
+  # cores), resumed by a second step where the first ran out of time; then ours against it on
+  # this GPU: the agreement table, each disagreement with its named cause.
   for part in harness harness-rest; do
     step "kernelbench-$part" 590 python3 benchmarks/bench_real_cuda.py --mode kernelbench --kb-n 64 \
       --kb-jobs 4 --ours-json "$out/real-cuda.json" --work "$out/.work/kb-harness" \
