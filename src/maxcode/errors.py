@@ -51,6 +51,11 @@ class SandboxUnavailable(UserError):
     the message names the setting and why this host cannot give it."""
 
 
+class GpuUnavailable(UserError, RuntimeError):
+    """Work that needs an NVIDIA GPU was asked for where none is visible; the message says what
+    can still be done here."""
+
+
 class CompilerError(UserError, RuntimeError):
     """The C++ compiler itself cannot run (missing, broken, killed): not a candidate's compile
     error, and never cached as one."""

@@ -7,6 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from maxcode.errors import GpuUnavailable
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda_cli import app
 from maxcode.evaluate.result import Status
@@ -38,7 +39,7 @@ def test_warn_severity_lets_the_candidate_through_to_the_gpu_stage(tmp_path, sax
         cuda_arch="9.0", host_pch=False, check_severity={"no_custom_kernel": "warn"}
     )
     ev = CudaEvaluator(cfg, tmp_path, gpus=[])
-    with pytest.raises(RuntimeError, match="no NVIDIA GPU"):
+    with pytest.raises(GpuUnavailable, match="no NVIDIA GPU"):
         ev.evaluate(saxpy_task, hostile("torch_only"))
 
 
@@ -156,3 +157,23 @@ def test_cli_bad_tf32_value_is_one_line_and_exit_2(tmp_path, saxpy_task):
     assert out.stderr.strip().splitlines() == [
         "error: --tf32 'strict': choose one of torch-default, off"
     ]
+
+
+def test_cli_without_a_visible_gpu_is_one_line_and_exit_2(tmp_path, saxpy_task):
+    """A machine without a GPU (or with every GPU hidden): what to do, not a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    task_file = tmp_path / "task.py"
+    task_file.write_text(saxpy_task.reference_source)
+    argv = [str(HOSTILE / "good.py"), "--task", str(task_file), "--cache-dir", str(tmp_path)]
+    out = subprocess.run(
+        [sys.executable, "-m", "maxcode", "eval", "cuda", *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert out.returncode == 2, out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("error: no NVIDIA GPU") and "run it on a machine with a GPU" in line

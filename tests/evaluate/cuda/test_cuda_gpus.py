@@ -15,6 +15,7 @@ import pytest
 from cuda_candidates import candidate_source
 
 import maxcode.evaluate.cuda.evaluator as evaluator_module
+from maxcode.errors import GpuUnavailable
 from maxcode.evaluate.cuda import CudaEvalConfig, CudaEvaluator
 from maxcode.evaluate.cuda.gpus import (
     MULTICAST_OFF,
@@ -187,7 +188,7 @@ def _hold_once(slots: Path) -> str:
 
 
 def test_no_visible_gpu_is_one_clear_error(tmp_path: Path):
-    with pytest.raises(RuntimeError, match="no GPU visible"), gpu_slot(tmp_path, []):
+    with pytest.raises(GpuUnavailable, match="no GPU visible"), gpu_slot(tmp_path, []):
         pass
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from maxcode.errors import SandboxUnavailable
+from maxcode.errors import GpuUnavailable, SandboxUnavailable
 from maxcode.evaluate.cuda.build import (
     COMPILE_NICENESS,
     NOT_CACHED,
@@ -261,7 +261,7 @@ class CudaEvaluator:
         if self._arch is None:
             self._arch = self.config.cuda_arch or detect_cuda_arch()
             if not self._arch:
-                raise RuntimeError(
+                raise GpuUnavailable(
                     "no NVIDIA GPU found by nvidia-smi; set CudaEvalConfig.cuda_arch (e.g. '9.0') to compile without one"
                 )
         return self._arch
@@ -586,8 +586,10 @@ class CudaEvaluator:
             return
         gpus = [str(g) for g in self.gpus] if self.gpus is not None else visible_gpus()
         if not gpus:
-            raise RuntimeError(
-                "no NVIDIA GPU visible; CUDA candidates can only be compiled and statically checked here"
+            raise GpuUnavailable(
+                "no NVIDIA GPU visible (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES hides them): "
+                "a CUDA candidate can only be compiled and statically checked here; run it on a "
+                "machine with a GPU"
             )
         # A CUDA driver initialized before fork breaks every child. torch and the worker leave it
         # alone; the compiler stack is kept only if a forked probe can still use the GPU after it

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from maxcode.errors import GpuUnavailable
 from maxcode.evaluate.cuda.figures import nvidia_smi
 
 MULTICAST_OFF = {
@@ -295,7 +296,7 @@ def gpu_slot(slots_dir: Path, devices: list[str], poll_s: float = 0.5) -> Iterat
     is held (more GPU jobs than GPUs), waits for the first to come free.
     """
     if not devices:
-        raise RuntimeError(
+        raise GpuUnavailable(
             "no GPU visible to hold for this job; run CUDA rollouts on a machine with an NVIDIA GPU "
             "(or check CUDA_VISIBLE_DEVICES)"
         )
