@@ -25,10 +25,11 @@ Modes:
   over the same candidates.
 * ``kernelbench`` (``kernelbench-runs``): KernelBench's own ``eval_kernel_against_ref``
   (``--kb-src``, default ``$KB/src``) on the first ``--kb-n`` candidates of the same sample,
-  as its scripts run it (parallel pre-compile, then one candidate after another in a fresh
-  process): its
-  per-candidate seconds and its verdicts on this GPU, the peer figure for throughput and a
-  same-GPU label.
+  as its scripts run it (parallel pre-compile, then each candidate in a fresh process; with
+  ``--kb-jobs`` above 1, that many at once, each as soon as its build is done): its
+  per-candidate seconds and its verdicts on this GPU (read by the published labels' rules),
+  the peer figure for throughput and a same-GPU label; with ``--ours-json``, the agreement
+  table against ours, each disagreement with its named cause.
 * ``--dry-run``: list the sample, load every problem and run our static checks (no GPU).
 * ``--merge A.json B.json ...``: one report over parts of a sample run with ``--skip``.
 
