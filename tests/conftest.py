@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    # The workers share the cores: an OpenMP team per worker oversubscribes them (the suite
-    # took 614 s instead of 660 s on 2 cores with one thread each). Set before torch is
-    # imported; the processes the tests start inherit it.
+    # The workers share the cores: an OpenMP team per worker oversubscribes them. Set before
+    # torch is imported; the processes the tests start inherit it.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from tests.workflow_copy import make_workdir, snakemake, tiny_params
