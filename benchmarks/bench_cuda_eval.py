@@ -432,11 +432,13 @@ def section_processes(args: argparse.Namespace, cache_dir: Path) -> dict:
     solo = _processes_pass(args, cache_dir, 1)
     print(f"tf32: {args.tf32}; task {args.task.name}; {args.processes} processes side by side")
     print(f"{'candidate':18s} {'alone':28s} {'side by side':28s} speedup ratio")
-    same, ratios = 0, []
+    same, ratios, failed = 0, [], []
     for path, a, b in zip(args.candidates, solo, shared, strict=True):
-        va = f"{a['status']} {a.get('failed_check') or ''}".strip()
-        vb = f"{b['status']} {b.get('failed_check') or ''}".strip()
-        same += va == vb
+        va, vb = _verdict(a), _verdict(b)
+        if va.startswith("exit ") or vb.startswith("exit "):
+            failed.append(path.stem)  # a process that failed gave no verdict to compare
+        else:
+            same += va == vb
         ratio = b["speedup"] / a["speedup"] if a.get("speedup") and b.get("speedup") else None
         if ratio is not None:
             ratios.append(ratio)
@@ -445,9 +447,11 @@ def section_processes(args: argparse.Namespace, cache_dir: Path) -> dict:
         print(f"{path.stem:18s} {va + ' ' + sa:28s} {vb + ' ' + sb:28s} {shown}")
     worst = max((abs(r - 1) for r in ratios), default=0.0)
     print(
-        f"same verdict: {same}/{len(solo)}; speedup side by side / alone: {len(ratios)} correct, "
-        f"largest difference {100 * worst:.1f}%"
+        f"same verdict: {same}/{len(solo) - len(failed)}; speedup side by side / alone: "
+        f"{len(ratios)} correct, largest difference {100 * worst:.1f}%"
     )
+    if failed:
+        print(f"no verdict (a maxcode eval cuda process failed): {', '.join(failed)}")
     names = [c.stem for c in args.candidates]
     return {
         "task": str(args.task),
@@ -456,8 +460,15 @@ def section_processes(args: argparse.Namespace, cache_dir: Path) -> dict:
         "alone": dict(zip(names, solo, strict=True)),
         "side_by_side": dict(zip(names, shared, strict=True)),
         "same_verdicts": same,
+        "compared": len(solo) - len(failed),
+        "no_verdict": failed,
         "largest_speedup_difference": round(worst, 4),
     }
+
+
+def _verdict(row: dict) -> str:
+    """A process's verdict (status and failed check), or ``exit N`` where the process failed."""
+    return f"{row['status']} {row.get('failed_check') or ''}".strip()
 
 
 TRIAL_SEED = 1234
@@ -722,7 +733,8 @@ def _headlines(out: dict) -> list[dict]:
         headlines += [
             headline(
                 f"same verdicts, {p['processes']} processes vs one at a time",
-                f"{p['same_verdicts']}/{len(p['alone'])}",
+                f"{p['same_verdicts']}/{p['compared']}"
+                + (f" ({len(p['no_verdict'])} without a verdict)" if p["no_verdict"] else ""),
             ),
             headline(
                 "largest speedup difference, side by side / alone",

@@ -52,3 +52,22 @@ def test_processes_names_what_it_lacks_in_one_line(tmp_path: Path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "--task" in err[0] and "missing.py: no such file" in err[1]
     assert not (tmp_path / "p.json").exists()
+
+
+def test_processes_counts_only_verdicts_as_the_same(tmp_path: Path, monkeypatch, capsys):
+    """Two processes that both failed agree on nothing: a candidate without a verdict is
+    named and left out of the same-verdict count, not counted as one more agreement."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the GPU stage fails: no verdict
+    root = Path(__file__).parents[3]
+    hostile = Path(__file__).parent / "hostile"
+    out = tmp_path / "p.json"
+    argv = ["--section", "processes", "--processes", "2", "--cache-dir", str(tmp_path / "c")]
+    argv += ["--task", str(root / "src/maxcode/tasks/builtin_cuda/level1/1_Scaled_vector_add.py")]
+    argv += [str(hostile / "torch_only.py"), str(hostile / "good.py"), "--json", str(out)]
+    assert main(argv) == 0
+    written = json.loads(out.read_text())
+    p = written["data"]["processes"]
+    assert (p["same_verdicts"], p["compared"], p["no_verdict"]) == (1, 1, ["good"])
+    assert p["alone"]["torch_only"]["status"] == "rejected"
+    assert written["headline"][0]["value"] == "1/1 (1 without a verdict)"
+    assert "no verdict (a maxcode eval cuda process failed): good" in capsys.readouterr().out
