@@ -569,7 +569,7 @@ def mode_kernelbench(args: argparse.Namespace, sample: list[RealCandidate], repo
     rows = dict(earlier)
     lock = threading.Lock()
     t_start = time.monotonic()
-    t_pre = 0.0
+    t_pre: float | None = None  # known once every build is done
 
     def evaluate(c: RealCandidate, built: tuple[bool, str]) -> None:
         ok, err = built
@@ -652,10 +652,12 @@ def _earlier_kernelbench_rows(path: Path, keys: set[str]) -> dict[str, dict]:
     return {r["candidate"]: r for r in rows if r.get("candidate") in keys}
 
 
-def _kernelbench_report(chosen: list[RealCandidate], rows: dict, jobs: int, t_pre: float) -> dict:
+def _kernelbench_report(
+    chosen: list[RealCandidate], rows: dict, jobs: int, t_pre: float | None
+) -> dict:
     return {
         "jobs": jobs,
-        "precompile_wall_s": round(t_pre, 2),
+        "precompile_wall_s": round(t_pre, 2) if t_pre is not None else None,
         "rows": [rows[c.key] for c in chosen if c.key in rows],
     }
 
