@@ -52,3 +52,72 @@ def test_a_convolution_may_use_tf32_under_torch_defaults_and_not_in_strict_fp32(
     assert worker.tf32_ops(seen.ops, "bf16") == []
     worker.apply_tf32("off")
     assert worker.tf32_ops(seen.ops, "fp32") == []
+
+
+def test_strict_fp32_turns_tf32_off_inside_and_puts_torch_flags_back(torch_flags):
+    torch.set_float32_matmul_precision("high")
+    try:
+        with worker.strict_fp32():
+            assert worker.tf32_ops({"convolution", "mm"}, "fp32") == []
+        assert worker.tf32_ops({"convolution", "mm"}, "fp32") == ["convolution", "mm"]
+    finally:
+        torch.set_float32_matmul_precision("highest")
+
+
+class _TF32Reference(torch.nn.Module):
+    """A reference whose output carries TF32's rounding (10-bit mantissa) while cuDNN may use it."""
+
+    def forward(self, x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tf32 = torch.backends.cudnn.allow_tf32
+        if not tf32:
+            return x.clone()
+        mantissa, exponent = torch.frexp(x)
+        return torch.ldexp(torch.round(mantissa * 2048) / 2048, exponent)
+
+
+@pytest.fixture
+def mismatch(run, torch_flags, monkeypatch):
+    """A failed comparison against the TF32-rounded reference, rechecked in strict FP32."""
+    monkeypatch.setattr(worker, "_synchronize", lambda: None)  # no GPU to wait for
+    run.model, run.reference_ops = _TF32Reference(), {"convolution"}
+    inputs = [torch.linspace(1.0, 2.0, 4096)]
+
+    def recheck(outs, saved=None):
+        assert run.compare(worker._flatten(run.model(*inputs)), outs, 0)["status"] == "wrong_answer"
+        run.compare_with_strict_fp32_reference(inputs, saved or [inputs[0].clone()], outs, 0)
+        return run
+
+    return inputs[0], recheck
+
+
+def test_an_exact_candidate_failing_only_the_tf32_reference_is_told_so(mismatch):
+    x, recheck = mismatch
+    run = recheck([x.clone()])
+    assert run.figures["strict_fp32_reference"] == "ok"
+    assert run.tf32_note().startswith(
+        "; against the reference recomputed in strict FP32 on the same inputs it passes"
+    )
+    assert "ran convolution with TF32 allowed" in run.tf32_note()
+
+
+def test_a_candidate_wrong_beyond_tf32_gets_no_tf32_excuse(mismatch):
+    x, recheck = mismatch
+    run = recheck([x + 0.5])
+    assert "elements outside" in run.figures["strict_fp32_reference"]
+    assert run.tf32_note() == ""
+
+
+def test_a_shape_mismatch_gets_no_tf32_excuse(mismatch):
+    x, recheck = mismatch
+    run = recheck([x[:100].clone()])
+    assert "shape mismatch" in run.figures["strict_fp32_reference"]
+    assert run.tf32_note() == ""
+
+
+def test_inputs_the_candidate_changed_are_not_recomputed(mismatch):
+    x, recheck = mismatch
+    run = recheck([x.clone()], saved=[x + 1.0])
+    assert "strict_fp32_reference" not in run.figures
+    assert run.tf32_note() == ""

@@ -182,7 +182,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     run.disarm()
     run.stop_input_helpers()
     run.record_gpu_memory()
-    if status in ("wrong_answer", "rejected"):
+    if status == "wrong_answer":
         reason += run.tf32_note()
     return {
         "status": status,
@@ -246,6 +246,28 @@ def apply_tf32(setting: str) -> None:
             warnings.simplefilter("ignore")
             torch.backends.cudnn.allow_tf32 = False
             torch.backends.cuda.matmul.allow_tf32 = False
+
+
+@contextlib.contextmanager
+def strict_fp32() -> Iterator[None]:
+    """cuDNN and cuBLAS TF32 off inside the block; torch's flags as they were after it."""
+    with warnings.catch_warnings():  # newer torch prefers fp32_precision; both still work
+        warnings.simplefilter("ignore")
+        before = (
+            torch.backends.cudnn.allow_tf32,
+            torch.backends.cuda.matmul.allow_tf32,
+            torch.get_float32_matmul_precision(),
+        )
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = before[:2]
+            torch.set_float32_matmul_precision(before[2])
 
 
 CUDNN_TF32_OPS = frozenset(
@@ -772,12 +794,36 @@ class _Run:
                     ):
                         self.finding("output_aliases_input", f"output shares memory with input {j}")
         verdict = self.compare(ref_out, outs, index)
-        del ref_out, out, saved
+        del ref_out, out
         if index < len(self.trial_seeds) or verdict["status"] != "ok":
             self.tests.append(verdict)
         if verdict["status"] != "ok":
+            self.compare_with_strict_fp32_reference(inputs, saved, outs, index)
             raise Failed("wrong_answer", f"{label}: {verdict['reason']}")
         return outs
+
+    def compare_with_strict_fp32_reference(
+        self, inputs: list[Any], saved: list[Any], outs: list[Any], index: int
+    ) -> None:
+        """After a mismatch against a reference that ran TF32-capable ops with TF32 allowed:
+        the reference again on the same inputs with cuDNN and cuBLAS TF32 off, and the
+        candidate's outputs compared with it (figures ``strict_fp32_reference``: "ok" or why
+        not), so the reason can say whether TF32 rounding explains the verdict (tf32_note)."""
+        ops = tf32_ops(getattr(self, "reference_ops", set()), self.precision)
+        untouched = all(
+            not isinstance(a, torch.Tensor) or _snapshot_matches(a, b)
+            for a, b in zip(inputs, saved, strict=True)
+        )
+        if not ops or not untouched:  # inputs the candidate changed give no fair second reference
+            return
+        self.figures["reference_tf32_ops"] = ops
+        with strict_fp32():
+            strict = _flatten(self.model(*inputs))
+            _synchronize()
+        again = self.compare(strict, outs, index)
+        self.figures["strict_fp32_reference"] = (
+            again["status"] if again["status"] == "ok" else again["reason"]
+        )
 
     def repeat_difference(self, first: list[Any], again: list[Any]) -> str:
         """What differs beyond the semantics' tolerance between two calls' outputs on
@@ -799,17 +845,16 @@ class _Run:
         return ""
 
     def tf32_note(self) -> str:
-        """For a failed candidate: whether the reference ran ops that use TF32 tensor cores
-        under the flags this run had, so that the verdict may follow the GPU's cuDNN or cuBLAS
-        algorithm rather than the candidate (figures ``reference_tf32_ops``)."""
-        ops = tf32_ops(getattr(self, "reference_ops", set()), self.precision)
-        if not ops:
+        """For a wrong answer that passes against the reference recomputed in strict FP32:
+        the verdict follows the GPU's TF32 rounding in the reference, not the candidate."""
+        if self.figures.get("strict_fp32_reference") != "ok":
             return ""
-        self.figures["reference_tf32_ops"] = ops
+        ops = ", ".join(self.figures["reference_tf32_ops"])
         return (
-            f"; the reference ran {', '.join(ops)} with TF32 allowed (tf32: {self.cfg.tf32}), so "
-            "this verdict may depend on the GPU's cuDNN/cuBLAS algorithm: check with strict FP32 "
-            "(tf32: off; maxcode eval cuda --tf32 off)"
+            f"; against the reference recomputed in strict FP32 on the same inputs it passes: the "
+            f"reference ran {ops} with TF32 allowed (tf32: {self.cfg.tf32}), so this verdict "
+            "follows the GPU's cuDNN/cuBLAS algorithm, not the candidate (strict FP32 for both: "
+            "tf32: off; maxcode eval cuda --tf32 off)"
         )
 
     def compare(self, ref: list[Any], new: list[Any], index: int) -> dict[str, Any]:
