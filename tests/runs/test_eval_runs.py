@@ -132,3 +132,30 @@ def test_a_sample_prefix_mixes_levels_and_sources(corpus):
     }
     assert [r.key for r in stratified(records, 4, seed=0)] == [r.key for r in sample]
     assert len(stratified(records, None, seed=0)) == len(records)
+
+
+def test_a_per_problem_sample_takes_whole_problems_with_their_candidates(corpus):
+    from collections import Counter
+    from dataclasses import replace
+
+    from maxcode.runs.evaluate import by_problem
+    from maxcode.runs.record import read_corpus
+
+    corpus_dir, _ = corpus
+    level1 = read_corpus(corpus_dir)
+    level2 = [replace(r, problem=replace(r.problem, level=2)) for r in level1]
+    records = level1 + level2 + [replace(level1[0], problem=replace(level1[0].problem, level=3))]
+    available = Counter(r.problem.key for r in level1 + level2)
+    everything = by_problem(records, 2, None, seed=0)
+    taken = Counter(r.problem.key for r in everything)
+    assert taken == {key: min(2, count) for key, count in available.items()}
+    assert max(available.values()) > 2  # the cap was exercised
+    problems = list(dict.fromkeys(r.problem for r in everything))
+    assert [p.level for p in problems] == [1, 2] * (len(problems) // 2)  # levels alternate
+    capped = by_problem(records, 2, 4, seed=0)
+    assert capped == everything[: len(capped)] and 3 <= len(capped) <= 4  # never half a problem
+    assert all(taken[k] == n for k, n in Counter(r.problem.key for r in capped).items())
+    assert [r.key for r in by_problem(list(reversed(records)), 2, None, seed=0)] == [
+        r.key for r in everything
+    ]
+    assert by_problem(records, 2, None, seed=1) != everything

@@ -56,6 +56,15 @@ def eval_runs(
         int | None,
         typer.Option(metavar="N", help="a stratified sample of N programs (levels 1 and 2)"),
     ] = None,
+    per_problem: Annotated[
+        int | None,
+        typer.Option(
+            metavar="K",
+            min=1,
+            help="sample whole problems, up to K programs each (with --limit: until N "
+            "programs), so that every sampled problem has candidates to rank",
+        ),
+    ] = None,
     sample_seed: Annotated[int, typer.Option(metavar="S", help="the sample's seed")] = 0,
     out: Annotated[Path, typer.Option(metavar="DIR", help="results folder (resumes there)")] = Path(
         "results/corpus-eval"
@@ -96,6 +105,7 @@ def eval_runs(
             batch=batch,
             checkout=checkout,
             max_seconds=60 * max_minutes if max_minutes is not None else None,
+            per_problem=per_problem,
         )
     typer.echo(json.dumps(summary, indent=2))
     typer.echo((out / "agreement.md").read_text())

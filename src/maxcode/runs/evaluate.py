@@ -23,6 +23,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 
 from maxcode.errors import CorpusFormatError
@@ -82,6 +83,34 @@ def stratified(records: list[CorpusRecord], n: int | None, seed: int) -> list[Co
         for k in keys:
             if strata[k] and len(picked) < n:
                 picked.append(strata[k].pop(0))
+    return picked
+
+
+def by_problem(
+    records: list[CorpusRecord], per_problem: int, n: int | None, seed: int
+) -> list[CorpusRecord]:
+    """Whole problems of levels 1 and 2, up to ``per_problem`` programs each (round-robin over
+    the problem's (source, first label) strata), problems in an order set by a hash of the seed
+    with the levels alternating, until ``n`` programs: a sample in which every problem has
+    enough candidates to rank, where ``stratified`` spreads a few over many problems."""
+    problems: dict[str, list[CorpusRecord]] = defaultdict(list)
+    for r in records:
+        if r.problem.level in (1, 2):
+            problems[r.problem.key].append(r)
+
+    def digest(text: str) -> str:
+        return hashlib.sha256(f"{seed}:{text}".encode()).hexdigest()
+
+    levels: dict[int, list[str]] = defaultdict(list)
+    for key in sorted(problems, key=digest):
+        levels[problems[key][0].problem.level].append(key)
+    order = [k for pair in zip_longest(levels[1], levels[2]) for k in pair if k is not None]
+    picked: list[CorpusRecord] = []
+    for key in order:
+        chosen = stratified(problems[key], per_problem, seed)
+        if n is not None and len(picked) + len(chosen) > n:
+            break
+        picked += chosen
     return picked
 
 
@@ -145,15 +174,20 @@ def evaluate_corpus(
     batch: int = 32,
     checkout: Checkout | None = None,
     max_seconds: float | None = None,
+    per_problem: int | None = None,
 ) -> dict:
     """Evaluate what ``results.jsonl`` lacks, then write the run files, agreement and export.
 
     ``evaluate_items(items, on_result)`` is the evaluator's batch call (``CudaEvaluator.
-    evaluate_items``); ``evaluator`` and ``gpu`` name what measured, for the keys.
+    evaluate_items``); ``evaluator`` and ``gpu`` name what measured, for the keys. The sample:
+    ``limit`` programs ``stratified``, or with ``per_problem`` whole problems ``by_problem``.
     """
     records = read_corpus(corpus)
     references = read_references(corpus)
-    sample = stratified(records, limit, seed)
+    if per_problem is None:
+        sample = stratified(records, limit, seed)
+    else:
+        sample = by_problem(records, per_problem, limit, seed)
     out = Path(out)
     results_path = out / "results.jsonl"
     done = {
