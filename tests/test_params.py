@@ -149,3 +149,24 @@ def test_schema_and_loader_agree_on_types_and_bounds_field_by_field(raw, block):
                 Params.from_dict(params)
             checked += 1
     assert checked > 5
+
+
+def test_a_kernelbench_suite_keeps_only_the_named_problems(tmp_path):
+    from maxcode.params import KernelBenchSuite
+    from tests.runs.public_layouts import write_checkout
+
+    root = str(write_checkout(tmp_path))
+    suite = KernelBenchSuite(root=root, levels=(2,), problems=("3_Relu3.py", "1_Relu1.py"))
+    tasks = suite.tasks("kb")
+    assert sorted(t.metadata["file_name"] for t in tasks) == ["1_Relu1.py", "3_Relu3.py"]
+    assert {t.metadata["level"] for t in tasks} == {2}
+    assert len(KernelBenchSuite(root=root, levels=(2,)).tasks("kb")) == 3
+
+
+def test_an_unknown_kernelbench_problem_names_the_field_and_a_valid_name(tmp_path):
+    from maxcode.params import KernelBenchSuite
+    from tests.runs.public_layouts import write_checkout
+
+    root = str(write_checkout(tmp_path))
+    with pytest.raises(ConfigError, match=r"suites\.kb\.problems: \['9_Relu9\.py'\] not among"):
+        KernelBenchSuite(root=root, problems=("9_Relu9.py",)).task_ids("kb")

@@ -141,6 +141,12 @@ class KernelBenchSuite:
     root: str = field(metadata={"help": "the KernelBench/ folder of your checkout"})
     kind: Literal["kernelbench"] = "kernelbench"
     levels: tuple[int, ...] = field(default=(), metadata={"help": "empty: every level"})
+    problems: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "only these problem files of the levels (e.g. 12_Gemm_Multiply_LeakyReLU.py); empty: every problem"
+        },
+    )
     limit: int | None = field(default=None, metadata={"help": "first N problems", "min": 1})
     paper_benchmark: str | None = field(
         default=None, metadata={"help": "benchmark of the reference file shown beside its rows"}
@@ -158,6 +164,16 @@ class KernelBenchSuite:
                 "KernelBench/ folder of your KernelBench checkout"
             )
         tasks = load_kernelbench_dir(root, levels=list(self.levels) or None, suite=name)
+        if self.problems:
+            names = {t.metadata["file_name"] for t in tasks}
+            unknown = sorted(set(self.problems) - names)
+            if unknown:
+                raise ConfigError(
+                    f"suites.{name}.problems: {unknown} not among the problem files of {root} "
+                    f"(levels {list(self.levels) or 'all'}); use the files' names, e.g. "
+                    f"{sorted(names)[0] if names else '1_Square_matrix_multiplication_.py'}"
+                )
+            tasks = [t for t in tasks if t.metadata["file_name"] in self.problems]
         return tasks[: self.limit or None]
 
 
