@@ -121,3 +121,21 @@ def test_inputs_the_candidate_changed_are_not_recomputed(mismatch):
     run = recheck([x.clone()], saved=[x + 1.0])
     assert "strict_fp32_reference" not in run.figures
     assert run.tf32_note() == ""
+
+
+def test_a_strict_reference_that_fails_leaves_the_wrong_answer_as_it_is(mismatch, run):
+    x, recheck = mismatch
+
+    class OutOfMemory(_TF32Reference):
+        def forward(self, x):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if not torch.backends.cudnn.allow_tf32:
+                    raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB")
+            return super().forward(x)
+
+    run.model = OutOfMemory()
+    recheck([x.clone()])
+    assert run.figures["strict_fp32_reference"].startswith("not recomputed: ")
+    assert "out of memory" in run.figures["strict_fp32_reference"]
+    assert run.tf32_note() == ""
