@@ -810,11 +810,12 @@ class _Run:
         candidate's outputs compared with it (figures ``strict_fp32_reference``: "ok" or why
         not), so the reason can say whether TF32 rounding explains the verdict (tf32_note)."""
         ops = tf32_ops(getattr(self, "reference_ops", set()), self.precision)
-        untouched = all(
+        if not ops:
+            return
+        if not all(  # inputs the candidate changed give no fair second reference
             not isinstance(a, torch.Tensor) or _snapshot_matches(a, b)
             for a, b in zip(inputs, saved, strict=True)
-        )
-        if not ops or not untouched:  # inputs the candidate changed give no fair second reference
+        ):
             return
         self.figures["reference_tf32_ops"] = ops
         try:  # advisory: whatever happens here, the verdict stays the wrong answer it is
