@@ -159,3 +159,18 @@ def test_a_per_problem_sample_takes_whole_problems_with_their_candidates(corpus)
         r.key for r in everything
     ]
     assert by_problem(records, 2, None, seed=1) != everything
+
+
+def test_a_per_problem_run_measures_that_sample_and_resumes_it(corpus, tmp_path):
+    corpus_dir, _ = corpus
+    out = tmp_path / "eval"
+    first = FakeEvaluation()
+    summary = evaluate_corpus(corpus_dir, out, first, "fake/1", "GPU X", per_problem=1)
+    assert summary["sampled"] == summary["measured"] == 3  # the fixture's three problems
+    keys = [json.loads(line)["key"] for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len({k.split("#")[0] for k in keys}) == 3
+    again = FakeEvaluation()
+    assert (
+        evaluate_corpus(corpus_dir, out, again, "fake/1", "GPU X", per_problem=1)["evaluated_now"]
+        == 0
+    )
