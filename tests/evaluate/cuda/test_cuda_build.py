@@ -135,21 +135,34 @@ def test_a_compiler_killed_by_a_signal_is_not_cached(cache, monkeypatch):
     assert cache.build(tiny("// killed")).ok
 
 
-def test_every_compiler_step_runs_nicer_than_the_evaluator(cache, monkeypatch):
+def test_every_compiler_step_runs_nicer_than_the_evaluator(cache, monkeypatch, tmp_path):
     """The evaluator builds every candidate's specs itself: its compilers must not compete at
     its own priority with what the GPU slots wait on (timed launches, KernelBench's serial
-    input generator). They did from when builds moved into the evaluator until 2026-11-27."""
-    real_start = build_module._start_jobs
-    seen: list[int] = []
+    input generator). They did from when builds moved into the evaluator until 2026-11-27.
+    Each step's child writes the niceness it execs with (a fast step can be gone before its
+    parent could ask the kernel)."""
+    real_start, real_nicer = build_module._start_jobs, build_module._nicer
+    steps: list[str] = []
+    written = tmp_path / "niceness"
+    written.mkdir()
 
     def recording_start(jobs, cwd, niced=True):
         started = real_start(jobs, cwd, niced)
-        seen.extend(os.getpriority(os.PRIO_PROCESS, job.proc.pid) for job in started.values())
+        steps.extend(started)
         return started
 
+    def recording_nicer():  # in the child, before exec
+        real_nicer()
+        fd = os.open(written / str(os.getpid()), os.O_WRONLY | os.O_CREAT, 0o644)
+        os.write(fd, str(os.nice(0)).encode())
+        os.close(fd)
+
     monkeypatch.setattr(build_module, "_start_jobs", recording_start)
+    monkeypatch.setattr(build_module, "_nicer", recording_nicer)
     assert cache.build(tiny("// niced")).ok
-    assert seen and set(seen) == {min(19, os.nice(0) + COMPILE_NICENESS)}
+    seen = [int(f.read_text()) for f in written.iterdir()]
+    assert seen and len(seen) == len(steps)  # every step went through the niceness
+    assert set(seen) == {min(19, os.nice(0) + COMPILE_NICENESS)}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

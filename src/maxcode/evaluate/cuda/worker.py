@@ -260,6 +260,8 @@ def strict_fp32() -> Iterator[None]:
         )
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
+        # set too: after set_float32_matmul_precision("high"), turning allow_tf32 off alone
+        # leaves torch's precision state mixed, and reading it then raises
         torch.set_float32_matmul_precision("highest")
     try:
         yield
