@@ -275,7 +275,9 @@ def _label_fields(c: RealCandidate, r: EvalResult) -> dict[str, Any]:
         "agree": agree,
         "cause": None
         if agree
-        else disagreement_cause(c.problem_file.read_text(), c.label, r.status.value, r.reason),
+        else disagreement_cause(
+            c.problem_file.read_text(), c.label, r.status.value, r.reason, c.source
+        ),
     }
 
 

@@ -72,6 +72,23 @@ def test_split_is_by_problem(records):
     assert not {e.task_id for e in ds.train} & {e.task_id for e in ds.test}
 
 
+def test_the_held_out_listing_is_the_ranking_s_test_split(records, tmp_path):
+    from typer.testing import CliRunner
+
+    from maxcode.cli import app
+    from maxcode.params import load_params
+
+    params = Path(__file__).resolve().parents[2] / "presets" / "offline.yaml"
+    split = load_params(params).r2g.dataset
+    ds = corpus_dataset(build_pools(records), 0.9, split.test_fraction, split.seed, 4096)
+    corpus_dir = tmp_path / "corpus"
+    result = CliRunner().invoke(app, ["r2g", "held-out", str(corpus_dir), "--params", str(params)])
+    assert result.exit_code == 0, result.output
+    listed = result.output.split()
+    assert listed and set(listed) == {e.task_id for e in ds.test}
+    assert not set(listed) & {e.task_id for e in ds.train}
+
+
 def _pool(rewards: list[float], run_id: str = "published/X:L2/1_a.py") -> list[R2GExample]:
     return [
         R2GExample(

@@ -174,3 +174,23 @@ def test_a_per_problem_run_measures_that_sample_and_resumes_it(corpus, tmp_path)
         evaluate_corpus(corpus_dir, out, again, "fake/1", "GPU X", per_problem=1)["evaluated_now"]
         == 0
     )
+
+
+def test_a_problem_list_restricts_the_sample_and_names_an_unknown_problem(corpus, tmp_path):
+    from maxcode.errors import CorpusFormatError
+    from maxcode.runs.record import read_corpus
+
+    corpus_dir, _ = corpus
+    keys = sorted({r.problem.key for r in read_corpus(corpus_dir)})
+    chosen = {keys[0]}
+    fake = FakeEvaluation()
+    summary = evaluate_corpus(
+        corpus_dir, tmp_path / "eval", fake, "fake/1", "GPU X", per_problem=9, problems=chosen
+    )
+    rows = (tmp_path / "eval" / "results.jsonl").read_text().splitlines()
+    assert summary["sampled"] == len(rows) >= 1
+    assert {json.loads(line)["key"].split("#")[0] for line in rows} == chosen
+    with pytest.raises(CorpusFormatError, match=r"L9/none\.py"):
+        evaluate_corpus(
+            corpus_dir, tmp_path / "e2", fake, "fake/1", "GPU X", problems={"L9/none.py"}
+        )

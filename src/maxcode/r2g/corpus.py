@@ -69,6 +69,12 @@ def pool_examples(pool: Pool, gamma: float, max_prompt_chars: int) -> list[R2GEx
     return out
 
 
+def held_out_problems(pools: list[Pool], test_fraction: float, seed: int) -> set[str]:
+    """The problems ("L2/12_Gemm.py") the hash split holds out, per level, of these pools."""
+    tasks = {(f"kernelbench-L{p.level}", p.problem) for p in pools}
+    return {problem for _, problem in split_tasks(tasks, test_fraction, seed)}
+
+
 def corpus_dataset(
     pools: list[Pool],
     gamma: float,
@@ -87,11 +93,8 @@ def corpus_dataset(
         with_descriptions=False,
     )
     tasks = {(f"kernelbench-L{p.level}", p.problem) for p in pools}
-    test = (
-        {(s, p) for s, p in tasks if p in set(held_out)}
-        if held_out is not None
-        else split_tasks(tasks, test_fraction, seed)
-    )
+    held = set(held_out) if held_out is not None else held_out_problems(pools, test_fraction, seed)
+    test = {(s, p) for s, p in tasks if p in held}
     train, held = [], []
     for p in pools:
         examples = pool_examples(p, gamma, max_prompt_chars)

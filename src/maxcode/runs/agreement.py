@@ -9,6 +9,7 @@ benchmark's).
 
 from __future__ import annotations
 
+import ast
 import re
 
 CAUSES = (
@@ -19,13 +20,23 @@ CAUSES = (
     "evaluator memory",
     "timeout",
     "hack",
+    "build fallback",
+    "harness class",
     "other",
 )
 """Why our verdict and the label differ."""
 
-DOCUMENTED = ("semantics", "tolerance version", "labels' GPU memory", "labels' environment", "hack")
-"""Causes that are a known, documented difference from the labels (docs/cuda-evaluator.md):
-the others (our own memory, a timeout, anything unexplained) count against agreement."""
+DOCUMENTED = (
+    "semantics",
+    "tolerance version",
+    "labels' GPU memory",
+    "labels' environment",
+    "hack",
+    "build fallback",
+    "harness class",
+)
+"""Causes that are a known, documented difference from the labels (docs/corpus.md): the
+others (our own memory, a timeout, anything unexplained) count against agreement."""
 
 LABEL_ATOL = 1e-2
 """The runs' tolerance: KernelBench v0/v0.1 compared with atol = rtol = 1e-2 at fp32."""
@@ -52,17 +63,45 @@ def agrees(label: str, ours: str) -> bool:
     return label == ours
 
 
-def disagreement_cause(problem_source: str, label, status: str, reason: str) -> str:
-    """The documented cause of a disagreement, from the label's error, our reason and the problem.
+def catches_its_build(code: str) -> bool:
+    """Whether a ``load_inline`` call sits in a ``try`` body that has a handler: a failed build
+    is caught and the program goes on, usually on a PyTorch fallback."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and node.handlers:
+            for inner in (n for stmt in node.body for n in ast.walk(stmt)):
+                callee = getattr(inner, "func", None) if isinstance(inner, ast.Call) else None
+                name = getattr(callee, "attr", None) or getattr(callee, "id", None)
+                if name == "load_inline":
+                    return True
+    return False
 
-    Checked most specific first: our own rejections and time limits, then what is known about
-    the labels' machine (40 GB of memory, an extension build environment that failed without a
-    compiler message, kernels built for another GPU), then semantics and tolerances.
+
+def disagreement_cause(problem_source: str, label, status: str, reason: str, code: str = "") -> str:
+    """The documented cause of a disagreement, from the label's error, our reason, the problem
+    and (where known) the candidate's code.
+
+    Checked most specific first: our own rejections and time limits, a build failure the
+    candidate catches (KernelBench then times its fallback; ours stops at the failed build), one
+    failure filed under another class by the run's harness (KernelBench calls any exception
+    while importing the module a compile failure; Kernel-Coder files some failed builds as
+    runtime errors, and a build that failed there and not here is the labels'), then what is
+    known about the labels' machine (40 GB of memory, an extension build environment that failed
+    without a compiler message, kernels built for another GPU), then semantics and tolerances.
     """
     if status == "rejected":
         return "hack"
     if status == "timeout":
         return "timeout"
+    if status == "compile_error" and label.verdict == "ok" and catches_its_build(code):
+        return "build fallback"
+    if label.verdict == "compile_error" and reason.startswith("candidate module raised at import"):
+        return "harness class"
+    if label.verdict == "runtime_error" and label.error.startswith("Error building extension"):
+        return "harness class" if status == "compile_error" else "labels' environment"
     if label.verdict == "runtime_error" and OOM.search(label.error):
         return "labels' GPU memory"
     if label.verdict == "runtime_error" and NO_KERNEL_IMAGE in label.error:

@@ -65,6 +65,14 @@ def eval_runs(
             "programs), so that every sampled problem has candidates to rank",
         ),
     ] = None,
+    problems: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="sample only these problems, one per line as `maxcode r2g held-out` prints "
+            "them (L2/12_Gemm.py)",
+        ),
+    ] = None,
     sample_seed: Annotated[int, typer.Option(metavar="S", help="the sample's seed")] = 0,
     out: Annotated[Path, typer.Option(metavar="DIR", help="results folder (resumes there)")] = Path(
         "results/corpus-eval"
@@ -89,6 +97,11 @@ def eval_runs(
     from maxcode.runs.corpus import Checkout
     from maxcode.runs.evaluate import evaluate_corpus
 
+    wanted = None
+    if problems is not None:
+        if not problems.is_file():
+            raise typer.BadParameter(f"{problems}: no such file", param_hint="--problems")
+        wanted = {line.strip() for line in problems.read_text().splitlines() if line.strip()}
     gpus = hardware_fingerprint().get("gpus") or ()
     if not gpus:
         raise typer.BadParameter("no NVIDIA GPU here (nvidia-smi lists none)", param_hint="CORPUS")
@@ -106,6 +119,7 @@ def eval_runs(
             checkout=checkout,
             max_seconds=60 * max_minutes if max_minutes is not None else None,
             per_problem=per_problem,
+            problems=wanted,
         )
     typer.echo(json.dumps(summary, indent=2))
     typer.echo((out / "agreement.md").read_text())

@@ -175,15 +175,25 @@ def evaluate_corpus(
     checkout: Checkout | None = None,
     max_seconds: float | None = None,
     per_problem: int | None = None,
+    problems: set[str] | None = None,
 ) -> dict:
     """Evaluate what ``results.jsonl`` lacks, then write the run files, agreement and export.
 
     ``evaluate_items(items, on_result)`` is the evaluator's batch call (``CudaEvaluator.
     evaluate_items``); ``evaluator`` and ``gpu`` name what measured, for the keys. The sample:
-    ``limit`` programs ``stratified``, or with ``per_problem`` whole problems ``by_problem``.
+    ``limit`` programs ``stratified``, or with ``per_problem`` whole problems ``by_problem``;
+    ``problems`` (keys as "L2/12_Gemm.py") restricts either to those problems.
     """
     records = read_corpus(corpus)
     references = read_references(corpus)
+    if problems is not None:
+        unknown = sorted(problems - {r.problem.key for r in records})
+        if unknown:
+            raise CorpusFormatError(
+                f"{corpus}: no programs of problem {unknown[0]!r} ({len(unknown)} unknown); "
+                "name problems as `maxcode r2g held-out` prints them"
+            )
+        records = [r for r in records if r.problem.key in problems]
     if per_problem is None:
         sample = stratified(records, limit, seed)
     else:
@@ -327,7 +337,7 @@ def _agreement(measured: list[tuple[CorpusRecord, dict]], references: dict[str, 
                 if not agrees(a.label.verdict, row["status"]):
                     ref = references.get(record.problem.reference_hash, "")
                     causes[scope][
-                        disagreement_cause(ref, a.label, row["status"], row["reason"])
+                        disagreement_cause(ref, a.label, row["status"], row["reason"], record.code)
                     ] += 1
     out = {}
     for scope, counts in pairs.items():

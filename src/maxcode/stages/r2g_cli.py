@@ -122,6 +122,31 @@ def _rollout_files(paths: list[Path]) -> list[Path]:
     return files
 
 
+@app.command("held-out")
+def held_out(
+    corpus_dir: Annotated[
+        Path, typer.Argument(metavar="CORPUS", help="output of `maxcode runs import`")
+    ],
+    measurements: Annotated[
+        Path | None,
+        typer.Option(help="the measurements `maxcode r2g corpus` will be given, if any"),
+    ] = None,
+    params: ParamsOption = DEFAULT_PARAMS,
+) -> None:
+    """The problems `maxcode r2g corpus` holds out, one per line: give them to `maxcode eval
+    runs --problems` to measure exactly the candidates the ranking is judged on."""
+    from maxcode.r2g.corpus import held_out_problems
+    from maxcode.runs.evaluate import read_measurements
+    from maxcode.runs.pools import build_pools
+    from maxcode.runs.record import read_corpus
+
+    split = load_params(params).r2g.dataset
+    measured = read_measurements(measurements) if measurements else None
+    pools = build_pools(read_corpus(corpus_dir), measured)
+    for problem in sorted(held_out_problems(pools, split.test_fraction, split.seed)):
+        typer.echo(problem)
+
+
 @app.command()
 def corpus(
     corpus_dir: Annotated[

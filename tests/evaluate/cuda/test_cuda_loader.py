@@ -90,3 +90,20 @@ def test_a_build_reached_another_way_makes_the_reading_incomplete(addition):
 def test_source_that_does_not_parse_gives_no_specs():
     written = specs_written_out("def broken(:\n")
     assert written.specs == [] and not written.complete
+
+
+def test_a_call_torch_would_refuse_is_refused_in_torch_s_words(tmp_path):
+    """A missing argument reads as torch's own error, not as a name inside the evaluator."""
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(
+        "from torch.utils.cpp_extension import load_inline\n"
+        "ext = load_inline(name='twice_ext', cuda_sources='// none')\n"
+    )
+    with (
+        cached_load_inline(_Recorder(), 1.0, lambda outcome: None),
+        pytest.raises(
+            TypeError,
+            match=r"^load_inline\(\) missing 1 required positional argument: 'cpp_sources'",
+        ),
+    ):
+        load_module(candidate, "maxcode_candidate_refused")

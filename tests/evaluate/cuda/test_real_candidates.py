@@ -534,3 +534,84 @@ def test_a_kernelbench_run_builds_evaluates_and_resumes(tmp_path: Path, capsys):
     mode_kernelbench(args, sample, {})
     assert "3 candidates have a row" in capsys.readouterr().out
     assert json.loads(args.json.read_text())["data"]["kernelbench"]["rows"] == rows
+
+
+CAUGHT_BUILD = """
+from torch.utils.cpp_extension import load_inline
+try:
+    ext = load_inline(name="k", cpp_sources="", cuda_sources=src, functions=["k"])
+except Exception:
+    ext = None
+"""
+UNCAUGHT_BUILD = CAUGHT_BUILD.replace("try:\n    ", "").split("\nexcept")[0]
+
+
+@pytest.mark.parametrize(
+    "label, status, reason, code, cause",
+    [
+        # KernelBench times the fallback after a failed build; ours stops at the build
+        (
+            _label("ok"),
+            "compile_error",
+            "extension 'k' failed to build (host): ...",
+            CAUGHT_BUILD,
+            "build fallback",
+        ),
+        (
+            _label("ok"),
+            "compile_error",
+            "extension 'k' failed to build (host): ...",
+            UNCAUGHT_BUILD,
+            "other",
+        ),
+        (
+            _label("wrong_answer"),
+            "compile_error",
+            "extension 'k' failed to build",
+            CAUGHT_BUILD,
+            "other",
+        ),
+        # KernelBench calls any exception while loading the module a compile failure
+        (
+            _label("compile_error", "name 'get_inputs' is not defined"),
+            "runtime_error",
+            "candidate module raised at import: NameError: name 'get_inputs' is not defined",
+            "",
+            "harness class",
+        ),
+        (
+            _label("compile_error", "x"),
+            "runtime_error",
+            "ModelNew.forward raised: NameError",
+            "",
+            "other",
+        ),
+        # a failed build that the run's harness filed as a runtime error
+        (
+            _label(
+                "runtime_error",
+                "Error building extension 'k': [1/3] c++ ... error: 'f' was not declared",
+            ),
+            "compile_error",
+            "extension 'k' failed to build (host): main.cpp:5:5: error: 'f' was not declared",
+            "",
+            "harness class",
+        ),
+        (
+            _label("runtime_error", "Error building extension 'k'"),
+            "ok",
+            "",
+            "",
+            "labels' environment",
+        ),
+        (
+            _label("runtime_error", "illegal memory access"),
+            "compile_error",
+            "extension 'k' failed",
+            "",
+            "other",
+        ),
+    ],
+)
+def test_disagreements_the_candidate_s_code_explains(label, status, reason, code, cause):
+    assert disagreement_cause(PROBLEM, label, status, reason, code) == cause

@@ -50,7 +50,12 @@ def cached_load_inline(
     original = cpp_extension.load_inline
 
     def load_inline(*args: object, **kwargs: object) -> ModuleType:
-        spec = ExtensionSpec.from_load_inline(*args, **kwargs)
+        try:
+            spec = ExtensionSpec.from_load_inline(*args, **kwargs)
+        except TypeError as err:  # a call torch would refuse: say it as torch names it
+            raise TypeError(
+                str(err).replace("ExtensionSpec.from_load_inline()", "load_inline()")
+            ) from None
         outcome = cache.build(spec, timeout_s=timeout_s)
         try:
             module = import_extension(outcome)
