@@ -106,6 +106,24 @@ def test_agreement_and_an_export_without_code(corpus, tmp_path):
     assert {"code_hash", "task_hash", "evaluator", "gpu", "status", "speedup"} <= set(row)
 
 
+def test_the_export_gives_the_pools_the_full_results_give(corpus, tmp_path):
+    """A machine without a GPU ranks and replays from the export exactly as from the results."""
+    from maxcode.runs.evaluate import read_measurements
+    from maxcode.runs.pools import build_pools
+    from maxcode.runs.record import read_corpus
+
+    corpus_dir, _ = corpus
+    out = tmp_path / "eval"
+    evaluate_corpus(corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X")
+    records = read_corpus(corpus_dir)
+    from_results = build_pools(records, read_measurements(out / "results.jsonl"), published=False)
+    from_export = build_pools(
+        records, read_measurements(out / "measurements.jsonl"), published=False
+    )
+    assert from_results and from_export == from_results
+    assert any(not measured.correct for pool in from_export for _, measured in pool.members)
+
+
 def test_a_time_limit_stops_between_batches_and_writes_what_finished(corpus, tmp_path):
     corpus_dir, _ = corpus
     out = tmp_path / "eval"
