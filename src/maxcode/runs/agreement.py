@@ -88,9 +88,10 @@ def disagreement_cause(problem_source: str, label, status: str, reason: str, cod
     candidate catches (KernelBench then times its fallback; ours stops at the failed build), one
     failure filed under another class by the run's harness (KernelBench calls any exception
     while importing the module a compile failure; Kernel-Coder files some failed builds as
-    runtime errors, and a build that failed there and not here is the labels'), then what is
-    known about the labels' machine (40 GB of memory, an extension build environment that failed
-    without a compiler message, kernels built for another GPU), then semantics and tolerances.
+    runtime errors), then what is known about the labels' machine (40 GB of memory, an
+    extension build environment that failed without a compiler message or with torch headers of
+    another version, whatever class the harness filed it under; kernels built for another GPU),
+    then semantics and tolerances.
     """
     if status == "rejected":
         return "hack"
@@ -100,13 +101,16 @@ def disagreement_cause(problem_source: str, label, status: str, reason: str, cod
         return "build fallback"
     if label.verdict == "compile_error" and reason.startswith("candidate module raised at import"):
         return "harness class"
-    if label.verdict == "runtime_error" and label.error.startswith("Error building extension"):
-        return "harness class" if status == "compile_error" else "labels' environment"
+    build_failed_there = label.verdict == "compile_error" or label.error.startswith(
+        "Error building extension"
+    )
+    if build_failed_there and label.verdict == "runtime_error" and status == "compile_error":
+        return "harness class"
     if label.verdict == "runtime_error" and OOM.search(label.error):
         return "labels' GPU memory"
     if label.verdict == "runtime_error" and NO_KERNEL_IMAGE in label.error:
         return "labels' environment"
-    if label.verdict == "compile_error" and (
+    if build_failed_there and (
         BARE_BUILD_ERROR.match(label.error) or TORCH_HEADER_VERSION.search(label.error)
     ):
         return "labels' environment"

@@ -107,3 +107,19 @@ def test_a_call_torch_would_refuse_is_refused_in_torch_s_words(tmp_path):
         ),
     ):
         load_module(candidate, "maxcode_candidate_refused")
+
+
+def test_a_keyword_torch_does_not_take_is_refused_with_torch_s_own_message(tmp_path):
+    """A misspelled flag fails the import as it does under torch, not silently ignored."""
+    from torch.utils import cpp_extension
+
+    call = "load_inline(name='twice_ext', cpp_sources='', extra_cuda_flags=['-O3'])"
+    with pytest.raises(TypeError) as torch_says:
+        cpp_extension.load_inline(name="twice_ext", cpp_sources="", extra_cuda_flags=["-O3"])
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(f"from torch.utils.cpp_extension import load_inline\next = {call}\n")
+    recorder = _Recorder()
+    with cached_load_inline(recorder, 1.0, lambda outcome: None), pytest.raises(TypeError) as ours:
+        load_module(candidate, "maxcode_candidate_misspelled")
+    assert str(ours.value) == str(torch_says.value)
+    assert "extra_cuda_flags" in str(ours.value) and not recorder.specs

@@ -604,6 +604,14 @@ UNCAUGHT_BUILD = CAUGHT_BUILD.replace("try:\n    ", "").split("\nexcept")[0]
             "",
             "labels' environment",
         ),
+        # a failed build with the compiler's message, where ours built: nothing says why
+        (
+            _label("runtime_error", "Error building extension 'k': cuda.cu(9): error: bad"),
+            "wrong_answer",
+            "trial 0: output 0: 5 of 10 elements outside atol=0.01 rtol=0.01, max abs err 9",
+            "",
+            "other",
+        ),
         (
             _label("runtime_error", "illegal memory access"),
             "compile_error",

@@ -176,6 +176,22 @@ _LOOKUP_ERROR = re.compile(
 )
 
 
+LOAD_INLINE_KEYWORDS_DECIDED_HERE = frozenset(
+    {
+        "sycl_sources",
+        "extra_sycl_cflags",
+        "build_directory",
+        "verbose",
+        "with_cuda",
+        "with_sycl",
+        "is_python_module",
+        "keep_intermediates",
+        "use_pch",
+    }
+)
+"""torch's load_inline keywords (2.11 to 2.13) that the evaluator reads but does not pass on."""
+
+
 class BuildError(RuntimeError):
     """The candidate's extension did not build; ``outcome`` holds the trimmed log."""
 
@@ -214,7 +230,11 @@ class ExtensionSpec:
         no_implicit_headers: bool = False,
         **ignored: Any,
     ) -> ExtensionSpec:
-        """Accepts load_inline's signature; build_directory, verbose, use_pch etc. are ours to decide."""
+        """Accepts load_inline's signature; build_directory, verbose, use_pch etc. are ours to decide.
+        A keyword torch's load_inline does not take is refused as torch refuses it."""
+        unknown = sorted(set(ignored) - LOAD_INLINE_KEYWORDS_DECIDED_HERE)
+        if unknown:
+            raise TypeError(f"load_inline() got an unexpected keyword argument {unknown[0]!r}")
         unsupported = {k for k in ("sycl_sources", "extra_sycl_cflags") if ignored.get(k)}
         if unsupported or ignored.get("is_python_module") is False:
             raise ValueError(

@@ -95,8 +95,8 @@ class ParentBuilder:
 
 def construct_on_cpu(candidate: ModuleType, reference_path: Path) -> None:
     """Build ModelNew once on the CPU so extensions created in ``__init__`` compile here too,
-    in the pool, not serially inside the GPU worker. A constructor that needs the GPU fails
-    harmlessly here; the GPU worker then builds what is left (through the same cache)."""
+    in the pool, and a build error is a compile error. A constructor that needs the GPU fails
+    harmlessly here; the GPU worker's constructor then builds with torch's own builder."""
     import torch
 
     reference = load_module(reference_path, "maxcode_reference")
