@@ -212,3 +212,22 @@ def test_a_problem_list_restricts_the_sample_and_names_an_unknown_problem(corpus
         evaluate_corpus(
             corpus_dir, tmp_path / "e2", fake, "fake/1", "GPU X", problems={"L9/none.py"}
         )
+
+
+def test_a_problem_list_run_keeps_earlier_samples_in_the_outputs(corpus, tmp_path):
+    from maxcode.runs.record import read_corpus
+
+    corpus_dir, _ = corpus
+    out = tmp_path / "eval"
+    keys = sorted({r.problem.key for r in read_corpus(corpus_dir)})
+    evaluate_corpus(corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X", per_problem=1)
+    before = len((out / "measurements.jsonl").read_text().splitlines())
+    summary = evaluate_corpus(
+        corpus_dir, out, FakeEvaluation(), "fake/1", "GPU X", per_problem=9, problems={keys[0]}
+    )
+    rows = (out / "results.jsonl").read_text().splitlines()
+    exported = (out / "measurements.jsonl").read_text().splitlines()
+    assert len(exported) == summary["measured"] == len(rows) > before
+    assert {json.loads(e)["code_hash"] for e in exported} == {
+        json.loads(r)["code_hash"] for r in rows
+    }

@@ -182,10 +182,12 @@ def evaluate_corpus(
     ``evaluate_items(items, on_result)`` is the evaluator's batch call (``CudaEvaluator.
     evaluate_items``); ``evaluator`` and ``gpu`` name what measured, for the keys. The sample:
     ``limit`` programs ``stratified``, or with ``per_problem`` whole problems ``by_problem``;
-    ``problems`` (keys as "L2/12_Gemm.py") restricts either to those problems.
+    ``problems`` (keys as "L2/12_Gemm.py") restricts either to those problems. The outputs
+    cover every measurement in ``out``, whichever sample measured it.
     """
-    records = read_corpus(corpus)
+    everything = read_corpus(corpus)
     references = read_references(corpus)
+    records = everything
     if problems is not None:
         unknown = sorted(problems - {r.problem.key for r in records})
         if unknown:
@@ -238,7 +240,7 @@ def evaluate_corpus(
             evaluate_items([(c.task, c.record.code) for c in chunk], on_result)
     finally:
         writer.close()
-    summary = write_outputs(records, references, out)
+    summary = write_outputs(everything, references, out)  # the folder's measurements, all samples
     summary.update(
         sampled=len(sample),
         evaluated_now=len(todo) - stopped,
