@@ -22,6 +22,7 @@ CAUSES = (
     "hack",
     "build fallback",
     "harness class",
+    "reference names",
     "other",
 )
 """Why our verdict and the label differ."""
@@ -34,6 +35,7 @@ DOCUMENTED = (
     "hack",
     "build fallback",
     "harness class",
+    "reference names",
 )
 """Causes that are a known, documented difference from the labels (docs/corpus.md): the
 others (our own memory, a timeout, anything unexplained) count against agreement."""
@@ -55,6 +57,7 @@ BARE_BUILD_ERROR = re.compile(r"^Error building extension '[^']*'$")
 TORCH_HEADER_VERSION = re.compile(
     r'identifier "C10_\w+" is undefined|namespace "(at|c10|torch)(::\w+)*" has no member'
 )
+UNDEFINED_NAME = re.compile(r"NameError: name '(\w+)' is not defined")
 OUR_TOLERANCE = re.compile(r"atol=([0-9.e+-]+).*max abs err ([0-9.e+-]+|nan|inf)")
 
 
@@ -80,6 +83,24 @@ def catches_its_build(code: str) -> bool:
     return False
 
 
+def module_level_names(source: str) -> set[str]:
+    """Names a module binds at its top level (assignments, functions, classes, imports)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
 def disagreement_cause(problem_source: str, label, status: str, reason: str, code: str = "") -> str:
     """The documented cause of a disagreement, from the label's error, our reason, the problem
     and (where known) the candidate's code.
@@ -91,7 +112,9 @@ def disagreement_cause(problem_source: str, label, status: str, reason: str, cod
     runtime errors), then what is known about the labels' machine (40 GB of memory, an
     extension build environment that failed without a compiler message or with torch headers of
     another version, whatever class the harness filed it under; kernels built for another GPU),
-    then semantics and tolerances.
+    then a name only the reference defines (KernelBench executes the candidate in the
+    namespace the reference ran in; ours imports it as a module of its own), then semantics
+    and tolerances.
     """
     if status == "rejected":
         return "hack"
@@ -116,6 +139,9 @@ def disagreement_cause(problem_source: str, label, status: str, reason: str, cod
         return "labels' environment"
     if status in ("runtime_error", "memory_limit") and OOM.search(reason):
         return "evaluator memory"
+    undefined = UNDEFINED_NAME.search(reason) if status == "runtime_error" else None
+    if undefined and undefined.group(1) in module_level_names(problem_source):
+        return "reference names"
     if {label.verdict, status} == {"ok", "wrong_answer"}:
         if MODE_SENSITIVE.search(problem_source):
             return "semantics"

@@ -586,6 +586,21 @@ UNCAUGHT_BUILD = CAUGHT_BUILD.replace("try:\n    ", "").split("\nexcept")[0]
             "",
             "other",
         ),
+        # KernelBench runs the candidate in the reference's namespace: its names resolve there
+        (
+            _label("wrong_answer", "Output shape mismatch"),
+            "runtime_error",
+            "candidate module raised at import: NameError: name 'get_inputs' is not defined",
+            "",
+            "reference names",
+        ),
+        (
+            _label("wrong_answer", "Output shape mismatch"),
+            "runtime_error",
+            "ModelNew.forward raised: NameError: name 'kernel_size' is not defined",
+            "",
+            "other",
+        ),
         # a failed build that the run's harness filed as a runtime error
         (
             _label(
@@ -623,3 +638,17 @@ UNCAUGHT_BUILD = CAUGHT_BUILD.replace("try:\n    ", "").split("\nexcept")[0]
 )
 def test_disagreements_the_candidate_s_code_explains(label, status, reason, code, cause):
     assert disagreement_cause(PROBLEM, label, status, reason, code) == cause
+
+
+def test_a_name_the_reference_binds_at_module_level_is_a_namespace_difference():
+    sized = PROBLEM + "batch_size, (kernel_size, stride) = 16, (3, 1)\n"
+    label = _label("wrong_answer", "Output shape mismatch")
+    for name in ("batch_size", "kernel_size", "stride", "Model", "nn"):
+        reason = f"ModelNew.forward raised: NameError: name '{name}' is not defined (line 9)"
+        assert disagreement_cause(sized, label, "runtime_error", reason) == "reference names"
+    reason = "ModelNew.forward raised: NameError: name 'channels' is not defined (line 9)"
+    assert disagreement_cause(sized, label, "runtime_error", reason) == "other"
+    assert (
+        disagreement_cause(sized, label, "wrong_answer", reason.replace("channels", "stride"))
+        == "other"
+    )
