@@ -34,6 +34,7 @@ import json
 import math
 import os
 import random
+import signal
 import statistics
 import tempfile
 import threading
@@ -121,6 +122,11 @@ def summarize(task: Task, policy: OfflineCudaPolicy, out: Path) -> dict:
     executed = [r for r in records if r["executed"]]
     correct = [r for r in executed if r["evaluation"]["status"] == "ok"]
     best = max(correct, key=lambda r: r["evaluation"]["figures"]["speedup_vs_eager"], default=None)
+    first = max(
+        (r for r in correct if r["step"] == 0),
+        key=lambda r: r["evaluation"]["figures"]["speedup_vs_eager"],
+        default=None,
+    )
     statuses: dict[str, int] = {}
     for r in executed:
         statuses[r["evaluation"]["status"]] = statuses.get(r["evaluation"]["status"], 0) + 1
@@ -149,6 +155,7 @@ def summarize(task: Task, policy: OfflineCudaPolicy, out: Path) -> dict:
         # Not faster than eager (the library): nothing to offer, as ``maxcode optimize`` says.
         "offered": best is not None and best["evaluation"]["figures"]["speedup_vs_eager"] > 1.0,
         "steps": len({r["step"] for r in records}),
+        **_where_time_goes(best, first),
         "first_failure": next(
             (
                 r["evaluation"]["reason"][:300]
@@ -158,6 +165,37 @@ def summarize(task: Task, policy: OfflineCudaPolicy, out: Path) -> dict:
             None,
         ),
     }
+
+
+def _where_time_goes(best: dict | None, first: dict | None) -> dict:
+    """The best candidate's runtime split into library stages and kernels of its own, next to
+    eager and torch.compile (all medians of one evaluation, ms); whether it beat the first
+    step's best by more than both runtimes' relative IQRs (a later best inside the timing
+    spread is a tie, not a gain of the search)."""
+    if best is None:
+        return {}
+    figures = best["evaluation"]["figures"]
+    runtime = figures.get("runtime_ms", {})
+    best_ms = runtime.get("candidate", {}).get("median")
+    share = figures.get("own_kernel_share_pct")
+    out = {
+        "best_ms": best_ms,
+        "eager_ms": runtime.get("eager", {}).get("median"),
+        "compiled_ms": runtime.get("compiled", {}).get("median"),
+        "own_kernel_share_pct": share,
+        "library_ms": round(best_ms * (1 - share / 100), 4)
+        if best_ms is not None and share is not None
+        else None,
+    }
+    if first is not None and best_ms:
+        first_ms = first["evaluation"]["figures"]["runtime_ms"]["candidate"]["median"]
+        spread = (first["evaluation"]["timing"] or {}).get("candidate_spread", 0.0) + (
+            best["evaluation"]["timing"] or {}
+        ).get("candidate_spread", 0.0)
+        out["first_step_best_ms"] = first_ms
+        out["gain_over_first_step"] = round(first_ms / best_ms - 1, 4)
+        out["clearly_after_first_step"] = best["step"] > 0 and first_ms / best_ms - 1 > spread
+    return out
 
 
 def aggregate(rows: list[dict], coverage: dict | None = None) -> dict:
@@ -205,7 +243,19 @@ def _speedups(rows: list[dict]) -> dict:
         "share_best_after_first_step": (
             sum((r.get("best_step") or 0) > 0 for r in correct) / len(correct) if correct else None
         ),
+        "share_best_clearly_after_first_step": (
+            sum(bool(r.get("clearly_after_first_step")) for r in correct) / len(correct)
+            if correct
+            else None
+        ),
         "not_offered": sorted(r["task"] for r in correct if not r.get("offered", True)),
+        # Kernels of our own cannot close these: the library stages the best candidate keeps
+        # take longer than torch.compile's whole forward.
+        "library_alone_slower_than_compiled": sorted(
+            r["task"]
+            for r in correct
+            if r.get("library_ms") and r.get("compiled_ms") and r["library_ms"] >= r["compiled_ms"]
+        ),
     }
     for key, name in (("best_speedup_vs_eager", "eager"), ("best_speedup_vs_compiled", "compiled")):
         values = [r[key] for r in rows if r["correct_found"] and r[key]]
@@ -284,6 +334,13 @@ def main() -> None:
         "--cache", type=Path, help="build cache directory (default: a temporary one)"
     )
     parser.add_argument(
+        "--logs",
+        type=Path,
+        help="keep each task's search log (rollout JSONL) here (default: a temporary folder); "
+        "on SIGTERM the rows are summarized from the logs as far as they got and written. With "
+        "--merge: summarize the rows again from the logs found under this folder",
+    )
+    parser.add_argument(
         "--fast-inputs",
         action="store_true",
         help="correctness inputs made on the GPU (CudaEvalConfig.fast_inputs): same "
@@ -310,9 +367,10 @@ def main() -> None:
     args.coverage = {}
     policy = OfflineCudaPolicy()
     if args.merge:
-        rows, seconds, args.coverage = merge(args.merge)
+        rebuild = summarize_from_logs(args.logs, args.kernelbench, policy) if args.logs else None
+        rows, seconds, args.coverage, parts = merge(args.merge, rebuild)
         report(rows, seconds, args.coverage)
-        _write(args, "merged", rows, seconds)
+        _write(args, "merged", rows, seconds, parts)
         return
     if args.kernelbench is not None:
         if len(args.per_level) != len(args.levels):
@@ -349,6 +407,9 @@ def main() -> None:
     groups = [tasks[i : i + args.group_size] for i in range(0, len(tasks), args.group_size)]
     with tempfile.TemporaryDirectory(prefix="bench-offline-cuda-") as tmp:
         cache = args.cache or Path(tmp) / "cache"
+        logs = args.logs or Path(tmp)
+        logs.mkdir(parents=True, exist_ok=True)
+        _write_partial_on_sigterm(args, policy, tasks, logs, start)
         config = CudaEvalConfig(timing_trials=args.timing_trials, fast_inputs=args.fast_inputs)
         with CudaEvaluator(config, cache) as evaluator:
             if args.references_only:
@@ -367,7 +428,7 @@ def main() -> None:
                             args.seed,
                             policy,
                             batcher,
-                            Path(tmp) / f"{t.task_id}.jsonl",
+                            logs / f"{t.task_id}.jsonl",
                         )
                         for t in group
                     ]
@@ -397,6 +458,13 @@ def report(rows: list[dict], seconds: float, coverage: dict | None = None) -> No
         )
         if r["correct_found"] and not r.get("offered", True):
             print("    no candidate faster than eager (the library): nothing to offer")
+        if r.get("library_ms") is not None and r.get("compiled_ms"):
+            print(
+                f"    best {r['best_ms']:.3f} ms = library {r['library_ms']:.3f} + own kernels "
+                f"{r['best_ms'] - r['library_ms']:.3f}; eager {r['eager_ms']:.3f}, torch.compile "
+                f"{r['compiled_ms']:.3f}; {r['steps']} steps, best at step {r['best_step']}"
+                + (" (clearly after the first)" if r.get("clearly_after_first_step") else "")
+            )
         if r.get("compiled_reference_error"):
             print(
                 f"    torch.compile of the reference failed: {r['compiled_reference_error'][:300]}"
@@ -424,11 +492,16 @@ def report(rows: list[dict], seconds: float, coverage: dict | None = None) -> No
             if "share_supported" in f
             else "-"
         )
-        after = f["share_best_after_first_step"]
+        after, clearly = f["share_best_after_first_step"], f["share_best_clearly_after_first_step"]
         print(
             f"    supported {supported}; {f['evaluations']} candidates evaluated; best after "
-            f"the first step {f'{after:.0%}' if after is not None else '-'}; not faster than "
+            f"the first step {f'{after:.0%}' if after is not None else '-'} (by more than the "
+            f"timing spread {f'{clearly:.0%}' if clearly is not None else '-'}); not faster than "
             f"eager: {', '.join(f['not_offered']) or 'none'}"
+        )
+        print(
+            "    library stages alone slower than torch.compile's whole forward: "
+            f"{', '.join(f['library_alone_slower_than_compiled']) or 'none'}"
         )
     if any(r.get("vs_compiled_from") for r in rows):
         print(
@@ -475,14 +548,20 @@ def references(evaluator: CudaEvaluator, tasks: list[Task], out: Path | None) ->
         write_result("offline-cuda-policy", {"references": rows}, None, out)
 
 
-def merge(paths: list[Path]) -> tuple[list[dict], float, dict]:
-    """Search rows of several runs (parts of one sample) as one list; a row with no torch.compile
-    figure gets one from a reference-only run: its speedup over eager divided by torch.compile's."""
-    rows, refs, seconds, coverage = [], {}, 0.0, {}
+def merge(paths: list[Path], rebuild=None) -> tuple[list[dict], float, dict, list[dict]]:
+    """Search rows of several runs (parts of one sample) as one list, each passed through
+    ``rebuild`` if given, and each part's provenance (where it ran); a row with no
+    torch.compile figure gets one from a reference-only run: its speedup over eager divided by
+    torch.compile's."""
+    rows, refs, seconds, coverage, parts = [], {}, 0.0, {}, []
     for path in paths:
-        data = json.loads(path.read_text())
-        data = data.get("data", data)  # a result file, or a bare one from before result_json
-        rows += data.get("rows", [])
+        record = json.loads(path.read_text())
+        data = record.get("data", record)  # a result file, or a bare one from before result_json
+        parts.append(
+            {key: record.get(key) for key in ("date", "commit", "hardware", "command")}
+            | {"seconds": data.get("seconds"), "tasks": len(data.get("rows", []))}
+        )
+        rows += [rebuild(r) if rebuild else r for r in data.get("rows", [])]
         coverage.update({int(k): v for k, v in data.get("coverage", {}).items()})
         seconds += data.get("seconds", 0.0)
         refs.update({r["task"]: r for r in data.get("references", [])})
@@ -493,11 +572,50 @@ def merge(paths: list[Path]) -> tuple[list[dict], float, dict]:
             r["best_speedup_vs_compiled"] = round(r["best_speedup_vs_eager"] / ratio, 4)
             r["vs_compiled_from"] = "reference-only run"
             r["compiled_reference_error"] = None
-    return rows, seconds, coverage
+    return rows, seconds, coverage, parts
+
+
+def summarize_from_logs(logs: Path, kb: Path | None, policy: OfflineCudaPolicy):
+    """For --merge --logs: a row summarized again from its task's search log (found anywhere
+    under ``logs``), so rows written by an older summary gain its newer fields."""
+
+    def rebuild(row: dict) -> dict:
+        found = sorted(logs.rglob(f"{row['task']}.jsonl"))
+        if not found:
+            return row
+        if kb is None:
+            raise SystemExit("--merge --logs needs --kernelbench (the checkout the runs used)")
+        task = load_problem_file(kb / f"level{row['level']}" / row["file_name"], level=row["level"])
+        return {**summarize(task, policy, found[0]), **({"cut": True} if row.get("cut") else {})}
+
+    return rebuild
+
+
+def _write_partial_on_sigterm(
+    args: argparse.Namespace, policy: OfflineCudaPolicy, tasks: list[Task], logs: Path, start: float
+) -> None:
+    """A run stopped by SIGTERM (``timeout``) still writes its rows: each task summarized from
+    the steps its log holds so far, marked ``cut``."""
+
+    def handler(signum, frame):
+        rows = []
+        for task in tasks:
+            log = logs / f"{task.task_id}.jsonl"
+            if log.is_file():
+                rows.append({**summarize(task, policy, log), "cut": True})
+        _write(args, policy, rows, time.perf_counter() - start)
+        print(f"stopped by signal {signum}: {len(rows)} rows written from the logs", flush=True)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def _write(
-    args: argparse.Namespace, policy: OfflineCudaPolicy | str, rows: list[dict], seconds: float
+    args: argparse.Namespace,
+    policy: OfflineCudaPolicy | str,
+    rows: list[dict],
+    seconds: float,
+    parts: list[dict] | None = None,
 ) -> None:
     summary = aggregate(rows, args.coverage)
     data = {
@@ -511,9 +629,17 @@ def _write(
         "rows": rows,
         "coverage": args.coverage,
         "aggregate": summary,
+        **({"parts": parts} if parts else {}),
     }
     found = sum(bool(r.get("correct_found")) for r in rows)
     headlines = [headline("tasks with a correct candidate", f"{found}/{len(rows)}")]
+    for level, figures in summary["levels"].items():
+        for key, label in (
+            ("geomean_vs_eager", "geomean speedup over eager"),
+            ("geomean_vs_compiled", "geomean vs torch.compile"),
+        ):
+            if figures.get(key) is not None:
+                headlines.append(headline(f"level {level}: {label}", round(figures[key], 2), "x"))
     write_result("offline-cuda-policy", data, headlines, args.json)
 
 

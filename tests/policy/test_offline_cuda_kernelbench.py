@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import random
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -393,7 +395,10 @@ def test_merged_parts_take_torch_compile_from_a_reference_only_run(tmp_path):
         {"task": t, "compiled_speedup_over_eager": 4.0} for t in ("a", "b", "c")
     ]  # b keeps its own, measured figure
     (tmp_path / "refs.json").write_text(json.dumps({"references": refs}))
-    rows, seconds, coverage = bench.merge([tmp_path / n for n in ("a.json", "b.json", "refs.json")])
+    rows, seconds, coverage, parts = bench.merge(
+        [tmp_path / n for n in ("a.json", "b.json", "refs.json")]
+    )
+    assert [p["tasks"] for p in parts] == [2, 1, 0]
     by_task = {r["task"]: r for r in rows}
     assert seconds == 15.0 and set(by_task) == {"a", "b", "c"}
     assert by_task["a"]["best_speedup_vs_compiled"] == 0.5
@@ -407,6 +412,122 @@ def test_merged_parts_take_torch_compile_from_a_reference_only_run(tmp_path):
     assert level["share_supported"] == 0.9 and level["evaluations"] == 12
     assert level["share_best_after_first_step"] == 0.5  # a's best came at step 1, b's at 0
     assert level["not_offered"] == []
+
+
+def _candidate(step: int, ms: float, share: float, spread: float = 0.01) -> dict:
+    """A rollout record of a correct candidate as the CUDA evaluator writes it (eager 10 ms,
+    torch.compile 4 ms)."""
+    figures = {
+        "speedup_vs_eager": 10.0 / ms,
+        "speedup_vs_compiled": 4.0 / ms,
+        "own_kernel_share_pct": share,
+        "runtime_ms": {
+            "candidate": {"median": ms},
+            "eager": {"median": 10.0},
+            "compiled": {"median": 4.0},
+        },
+    }
+    return {
+        "kind": "candidate",
+        "step": step,
+        "executed": True,
+        "meta": {"stages": "library + elementwise", "params": [{}, {"threads": 256}]},
+        "evaluation": {
+            "status": "ok",
+            "reason": "",
+            "figures": figures,
+            "timing": {"candidate": ms, "candidate_spread": spread},
+        },
+    }
+
+
+def _gemm_task() -> Task:
+    return Task(
+        task_id="kernelbench-L2-4",
+        suite="kernelbench",
+        language="cuda",
+        reference_source=GEMM_TAIL,
+        description="",
+        tags=(),
+        metadata={"file_name": "4_Gemm_Sigmoid_Scale.py", "level": 2},
+    )
+
+
+@pytest.mark.parametrize(
+    ("later_ms", "clearly"),
+    [(7.5, True), (7.95, False)],  # 7.95 ms beats 8 ms by less than the two spreads (2%)
+)
+def test_a_later_best_counts_as_the_searchs_gain_only_beyond_the_timing_spread(
+    policy, tmp_path, later_ms, clearly
+):
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_offline_cuda_policy as bench
+
+    log = tmp_path / "run.jsonl"
+    records = [_candidate(0, 8.0, 25.0), _candidate(0, 9.0, 20.0), _candidate(1, later_ms, 20.0)]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    row = bench.summarize(_gemm_task(), policy, log)
+    assert row["best_step"] == 1 and row["first_step_best_ms"] == 8.0
+    assert row["clearly_after_first_step"] is clearly
+    assert row["library_ms"] == pytest.approx(later_ms * 0.8, abs=1e-4)
+    assert (row["eager_ms"], row["compiled_ms"]) == (10.0, 4.0)
+    level = bench.aggregate([row])["levels"][2]
+    assert level["share_best_after_first_step"] == 1.0
+    assert level["share_best_clearly_after_first_step"] == (1.0 if clearly else 0.0)
+    # 6 ms of library stages against torch.compile's 4 ms for the whole forward
+    assert level["library_alone_slower_than_compiled"] == ["kernelbench-L2-4"]
+
+
+def test_merge_with_logs_summarizes_rows_again_with_the_newer_fields(policy, tmp_path):
+    """Rows written before a summary field existed gain it from their task's search log."""
+    sys.path.insert(0, str(BENCHMARKS))
+    import bench_offline_cuda_policy as bench
+
+    kb = tmp_path / "kb"
+    (kb / "level2").mkdir(parents=True)
+    (kb / "level2" / "4_Gemm_Sigmoid_Scale.py").write_text(GEMM_TAIL)
+    logs = tmp_path / "logs" / "part-a"
+    logs.mkdir(parents=True)
+    (logs / "kernelbench-L2-4.jsonl").write_text(json.dumps(_candidate(0, 2.0, 100.0)) + "\n")
+    old = {
+        "task": "kernelbench-L2-4",
+        "level": 2,
+        "file_name": "4_Gemm_Sigmoid_Scale.py",
+        "cut": True,
+    }
+    (tmp_path / "a.json").write_text(json.dumps({"data": {"seconds": 3.0, "rows": [old]}}))
+    rebuild = bench.summarize_from_logs(tmp_path / "logs", kb, policy)
+    (row,), _, _, _ = bench.merge([tmp_path / "a.json"], rebuild)
+    assert row["best_speedup_vs_eager"] == 5.0 and row["library_ms"] == 0.0
+    assert row["cut"] is True and row["family"] is not None
+
+
+def test_a_run_stopped_by_sigterm_writes_the_rows_its_logs_hold(tmp_path):
+    """``timeout`` ends a device run with SIGTERM: the steps already evaluated are kept."""
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    (log_dir / "kernelbench-L2-4.jsonl").write_text(json.dumps(_candidate(0, 5.0, 50.0)) + "\n")
+    (tmp_path / "4_Gemm_Sigmoid_Scale.py").write_text(GEMM_TAIL)
+    script = f"""
+import argparse, os, signal, sys, time
+from pathlib import Path
+sys.path.insert(0, {str(BENCHMARKS)!r})
+import bench_offline_cuda_policy as bench
+from maxcode.policy.offline_cuda import OfflineCudaPolicy
+from maxcode.tasks.kernelbench import load_problem_file
+task = load_problem_file(Path({str(tmp_path / "4_Gemm_Sigmoid_Scale.py")!r}), level=2)
+args = argparse.Namespace(depth=4, k=4, seed=0, fast_inputs=False, coverage={{}},
+                          json=Path({str(tmp_path / "out.json")!r}))
+bench._write_partial_on_sigterm(args, OfflineCudaPolicy(), [task], Path({str(log_dir)!r}), 0.0)
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(60)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr[-2000:]
+    (row,) = json.loads((tmp_path / "out.json").read_text())["data"]["rows"]
+    assert row["cut"] is True and row["best_speedup_vs_eager"] == 2.0
 
 
 def test_a_task_not_faster_than_eager_is_reported_as_having_nothing_to_offer(capsys):
