@@ -476,6 +476,7 @@ def test_a_later_best_counts_as_the_searchs_gain_only_beyond_the_timing_spread(
     assert level["share_best_clearly_after_first_step"] == (1.0 if clearly else 0.0)
     # 6 ms of library stages against torch.compile's 4 ms for the whole forward
     assert level["library_alone_slower_than_compiled"] == ["kernelbench-L2-4"]
+    assert level["geomean_vs_compiled_library_bound"] == pytest.approx(4.0 / (later_ms * 0.8))
 
 
 def test_merge_with_logs_summarizes_rows_again_with_the_newer_fields(policy, tmp_path):
