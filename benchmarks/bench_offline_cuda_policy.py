@@ -656,7 +656,8 @@ def _write(
         ):
             if figures.get(key) is not None:
                 headlines.append(headline(f"level {level}: {label}", round(figures[key], 2), "x"))
-    write_result("offline-cuda-policy", data, headlines, args.json)
+    measured_on = "; ".join(sorted({p["hardware"] for p in parts or [] if p.get("hardware")}))
+    write_result("offline-cuda-policy", data, headlines, args.json, measured_on=measured_on or None)
 
 
 if __name__ == "__main__":

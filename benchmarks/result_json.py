@@ -80,17 +80,19 @@ def write_result(
     headlines: list[dict] | None = None,
     path: Path | None = None,
     series: str = "",
+    measured_on: str | None = None,
 ) -> Path:
     """Write ``data`` with its provenance to ``path`` (default: a new file under ``results/``);
     ``series``: what sets these figures apart from the benchmark's other results (its docs
-    page shows the newest of each series)."""
+    page shows the newest of each series); ``measured_on``: the hardware of runs this one
+    only merges, named instead of this machine's."""
     path = path or default_path(benchmark)
     record = {
         "benchmark": benchmark,
         **({"series": series} if series else {}),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "commit": commit(),
-        "hardware": hardware(),
+        "hardware": f"{measured_on} (merged on {hardware()})" if measured_on else hardware(),
         "command": shlex.join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
         "headline": headlines or [],
         "data": data,

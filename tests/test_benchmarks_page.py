@@ -69,6 +69,17 @@ def test_a_written_result_carries_its_provenance_and_goes_on_the_page(tmp_path):
     assert "| b | speed | 2.5 x |" in out.read_text()
 
 
+def test_a_merge_of_runs_made_elsewhere_names_their_hardware_first(tmp_path):
+    import result_json
+
+    path = result_json.write_result(
+        "b", {}, [], tmp_path / "m.json", measured_on="2x NVIDIA H200, 32 cores"
+    )
+    hardware = json.loads(path.read_text())["hardware"]
+    assert hardware.startswith("2x NVIDIA H200, 32 cores (merged on ")
+    assert hardware.endswith(f"{result_json.hardware()})")
+
+
 def test_every_stored_result_reruns_with_a_cli_that_exists():
     """A script merged into another CLI leaves results naming it: the page's rerun command
     must name one that is there, so removing a script needs an entry in RENAMED."""
