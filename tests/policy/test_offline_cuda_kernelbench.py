@@ -333,6 +333,14 @@ def test_fused_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
         "3_BatchNorm_Hardtanh.py": BATCHNORM,
         "4_Gemm_Sigmoid_Scale.py": GEMM_TAIL,
         "5_Cumsum_Cumprod.py": simple("torch.cumsum(x, dim=1) + torch.cumprod(x, dim=2)"),
+        # BatchNorm split across blocks: 64 chunks per channel, float4 loads (S = 64 * 64)
+        # and scalar loads (S = 63 * 65)
+        "7_BatchNorm_split.py": BATCHNORM.replace(
+            "torch.randn(4, channels, 6, 6)", "torch.randn(16, channels, 64, 64)"
+        ),
+        "8_BatchNorm_split_scalar.py": BATCHNORM.replace(
+            "torch.randn(4, channels, 6, 6)", "torch.randn(16, channels, 63, 65)"
+        ),
         "6_Norms.py": simple(
             "x / torch.norm(x, p=2, dim=1, keepdim=True) + torch.logsumexp(x, dim=2, keepdim=True)"
         ),
@@ -555,18 +563,32 @@ def test_a_task_not_faster_than_eager_is_reported_as_having_nothing_to_offer(cap
     assert "not faster than eager: level1/94_MSELoss" in out
 
 
-def test_batch_statistics_in_one_welford_pass_are_a_searched_choice(policy, tmp_path: Path):
+def test_batch_statistics_split_across_blocks_one_block_per_channel_and_two_passes_are_searched(
+    policy, tmp_path: Path
+):
+    """A BatchNorm after a convolution has few channels of many values: the default splits
+    each channel across blocks (Welford partial states merged in chunk order); one block per
+    channel, in one pass or two, stays a choice."""
     plan = policy.analyze(BATCHNORM, "batchnorm.py").plan
     (stats,) = [s for s in plan.stages if s.family == "stats"]
     base = space.default(stats)
-    assert base == {"threads": 512, "welford": 0}
-    one_pass = {**base, "welford": 1}
-    assert one_pass in [p for p, _ in space.neighbours(stats, base)]
-    assert space.cue_weight(stats, base, one_pass, {"memory"}) == 1.0  # reads the data once
-    params = [one_pass if s is stats else space.default(s) for s in plan.stages]
-    cuda = render(plan, params, policy.name).cuda
-    assert "_welford_add(" in cuda and "_welford_merge(" in cuda
-    compile_units({"one-pass statistics": cuda}, tmp_path)
+    assert base == {"threads": 256, "welford": 1, "chunks_per_sm": 4}
+    moves = [p for p, _ in space.neighbours(stats, base)]
+    one_block = {**base, "chunks_per_sm": 0}
+    two_pass = {**one_block, "welford": 0}
+    assert one_block in moves and two_pass in moves
+    assert {**base, "welford": 0} not in moves  # the split merges Welford states only
+    assert space.cue_weight(stats, base, {**base, "chunks_per_sm": 8}, {"memory"}) == 1.0
+    assert space.cue_weight(stats, one_block, {**one_block, "welford": 0}, {"memory"}) == 0.0
+    units = {}
+    for name, p in (("split", base), ("one block", one_block), ("two passes", two_pass)):
+        params = [p if s is stats else space.default(s) for s in plan.stages]
+        units[name] = render(plan, params, policy.name).cuda
+    assert "_partials<4><<<" in units["split"] and "_finish<<<" in units["split"]
+    assert "_partials" not in units["two passes"]
+    assert "_block_welford(n, mean, m2);" in units["one block"]
+    assert "_block_welford(n, mean, m2);" not in units["two passes"]
+    compile_units(units, tmp_path)
 
 
 def test_layer_norm_rows_in_one_welford_pass_are_a_searched_choice(policy, tmp_path: Path):

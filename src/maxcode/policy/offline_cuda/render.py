@@ -160,7 +160,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 ref=tvars[0],
                 dim=stage.extra["dim"],
                 eps=stage.extra.get("eps"),
-                decl="const float* x, float* out, long N, long C, long S, float eps"
+                decl="const float* x, float* out, float* work, long N, long C, long S, float eps"
                 if stage.family == "stats"
                 else "const float* x, float* out, long outer, long R, long inner",
             )

@@ -39,7 +39,12 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
     # NDHWC, as torch.compile lays them out), its result made contiguous again only where a
     # kernel of ours reads it.
     "library-conv": {"channels_last": (0, 1)},
-    "stats": {"threads": (128, 256, 512, 1024), "welford": (0, 1)},
+    # chunks_per_sm: 0 one block per channel; > 0 each channel split across blocks (Welford)
+    "stats": {
+        "threads": (128, 256, 512, 1024),
+        "welford": (0, 1),
+        "chunks_per_sm": (0, 1, 2, 4, 8),
+    },
     "scan": {"threads": (128, 256, 512, 1024)},
     # tf32x3: 0 the FP32 SIMT template (gemm.cu.j2), 1 tensor cores at FP32 accuracy
     # (3xTF32 split precision, gemm_3xtf32.cu.j2: warp tiles of 32 x 32, no tm / tn).
@@ -55,7 +60,7 @@ SPACES: dict[str, dict[str, tuple[int, ...]]] = {
 # Bottleneck class -> (parameter, direction): +1 larger values, -1 smaller, 0 any change.
 CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
     "memory": {
-        "stats": (("threads", 1), ("welford", 1)),
+        "stats": (("threads", 1), ("welford", 1), ("chunks_per_sm", 1)),
         "scan": (("threads", 1),),
         "elementwise": (("vec", 1), ("ept", 1)),
         "reduction-row": (("cache", 1), ("unroll", 1), ("tpr", 1), ("welford", 1)),
@@ -64,7 +69,7 @@ CUES: dict[str, dict[str, tuple[tuple[str, int], ...]]] = {
         "gemm": (("bm", 1), ("bn", 1), ("bk", 1)),
     },
     "latency": {
-        "stats": (("threads", 0),),
+        "stats": (("threads", 0), ("chunks_per_sm", 0)),
         "scan": (("threads", 0),),
         "elementwise": (("threads", 0), ("blocks_per_sm", 0)),
         "reduction-row": (("tpr", 0), ("rpb", 0)),
@@ -111,6 +116,8 @@ def valid(var: str, p: dict[str, int], stage: Stage) -> bool:
         return p["tpr"] * p["rpb"] <= 1024
     if var == "reduction-strided":
         return p["bx"] * p["by"] <= 1024
+    if var == "stats":
+        return bool(p["welford"] or not p["chunks_per_sm"])  # the split merges Welford states
     if var == "gemm" and p["tf32x3"]:
         # Register tiles do not apply: only their defaults, so a configuration is not
         # repeated under other tm / tn values.
@@ -134,7 +141,8 @@ def default(stage: Stage) -> dict[str, int]:
     if var == "library-conv":
         return {"channels_last": 0}
     if var == "stats":
-        return {"threads": 512, "welford": 0}
+        # Split: a BatchNorm after a convolution has a few channels of millions of values each
+        return {"threads": 256, "welford": 1, "chunks_per_sm": 4}
     if var == "scan":
         return {"threads": 256}
     if var == "elementwise":
