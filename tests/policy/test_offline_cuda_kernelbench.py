@@ -119,10 +119,12 @@ def test_conv_with_elementwise_tail_is_a_library_call_plus_one_fused_kernel(poli
     analysis = policy.analyze(CONV_TAIL, "1_Conv2d_ReLU_BiasAdd.py")
     assert analysis.plan is not None, analysis.reason
     plan = analysis.plan
-    assert [s.family for s in plan.stages] == ["library", "elementwise"]
-    assert plan.stages[0].extra["cpp"].startswith("at::conv2d(")
-    roles = {t.node: t.role for t in plan.stages[1].tensors}
-    assert roles == {"conv2d": "full", "p_bias": "block"}
+    # the convolution without its bias, the bias viewed (C, 1, 1), one kernel adding the
+    # convolution's bias and the model's own with the ReLU between them
+    assert [s.family for s in plan.stages] == ["library", "library", "elementwise"]
+    assert plan.stages[0].extra["cpp"] == "at::conv2d(@0@, @1@)"
+    roles = {t.node: t.role for t in plan.stages[2].tensors}
+    assert roles == {"conv2d_nobias__1": "full", "conv2d_bias__2": "block", "p_bias": "block"}
     source = render(plan, [space.default(s) for s in plan.stages], policy.name).source
     assert static_findings(source) == []
     assert "super(ModelNew, self).__init__()" in source and "batch_size" not in source
@@ -137,7 +139,8 @@ def test_group_norm_is_a_row_normalization_and_batch_norm_uses_batch_statistics(
     assert not any("reshape" in s.extra.get("cpp", "") for s in group.stages)
     # the per-channel affine and tanh are the normalization's epilogue: one kernel
     assert [s.family for s in group.stages if s.family != "library"] == ["reduction"]
-    assert [t.role for t in norm.tensors] == ["full", "block", "block"]
+    # the convolution's bias added as the rows are read; the norm's weight and bias after
+    assert [t.role for t in norm.tensors] == ["full", "block", "block", "block"]
     batch = policy.analyze(BATCHNORM, "b.py").plan
     assert [s.family for s in batch.stages if s.family != "library"] == ["stats", "elementwise"]
     assert not any("running" in t.py for s in batch.stages for t in s.tensors)
@@ -295,8 +298,9 @@ def test_coverage_benchmark_reports_shares_and_reasons(coverage, tmp_path: Path)
     assert "| 2 | **all** | **3/3** | **100%** |" in table
     assert "| 1 | 4_Argmin.py | reduction | every op is a library call (aten.argmax)" not in table
     assert "| 1 | 4_Argmin.py | reduction | every op is a library call (aten.argmin)" in table
-    # the GEMM has two variants (template, cuBLAS), GroupNorm two (epilogue fused or split)
-    assert len(list((tmp_path / "sources").rglob("*.py"))) == 7
+    # the GEMM has two variants (template, cuBLAS), GroupNorm three (fused; the convolution's
+    # bias before it split off; its epilogue split off)
+    assert len(list((tmp_path / "sources").rglob("*.py"))) == 8
     fusion = {r["problem"] for r in rows if r["fusion_boundaries"]}
     assert fusion == {"2_Conv2d_GroupNorm_Tanh.py"}
     assert {r["problem"] for r in rows if r["tensor_core_gemm"]} == {"3_Gemm_Sigmoid_Scale.py"}

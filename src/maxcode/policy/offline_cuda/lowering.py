@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import math
 import operator
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -119,6 +120,8 @@ class _Builder:
         self.order: list[str] = []
         self.output = ""
         self.alias: dict[str, str] = {}  # fx node name -> our node name (getitem of max.dim, ...)
+        # convolution output -> (bias-free call, bias view, whole call's C++, its operands, origin)
+        self.peeled: dict[str, tuple[str, str, str, list[str], str]] = {}
         self.count = 0
 
     # -- helpers -------------------------------------------------------------------------
@@ -195,6 +198,7 @@ class _Builder:
                 raise UnsupportedOp(
                     f"unsupported by the offline policy: exported node {node.op} '{node.name}'"
                 )
+        self._keep_unfused_biases()
 
     def call(self, node: fx.Node, shape: tuple, dtype: str) -> None:
         target = node.target
@@ -592,6 +596,59 @@ class _Builder:
         )
         self._affine(node.name, normed, weight, bias, full, "aten.batch_norm")
         return True
+
+    def _convolution(self, node, shape, dtype) -> bool:
+        """A convolution's bias peeled off the library call into the kernels after it (as
+        inductor does): cuDNN does not add a bias, so ATen adds it in one more pass over the
+        output, which here fuses into the epilogue or the next reduction's prologue instead."""
+        bias = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
+        if not isinstance(bias, fx.Node) or dtype != "float32" or len(shape) < 3:
+            return False
+        bias_ref = self.ref(bias).name
+        if self.nodes[bias_ref].shape != (shape[1],):
+            return False
+        args = (*node.args[:2], None, *node.args[3:])
+        kwargs = {k: v for k, v in node.kwargs.items() if k != "bias"}
+        unbiased = SimpleNamespace(target=node.target, args=args, kwargs=kwargs, name=node.name)
+        refs: list[str] = []
+        cpp = _cpp_call(unbiased, self, refs)
+        name = node.target._overloadpacket.__name__
+        conv = self.lib(self.fresh(f"{node.name}_nobias"), cpp, refs, shape, f"aten.{name}")
+        view = self.channel_view(bias_ref, len(shape), f"{node.name}_bias")
+        self.ew(node.name, "add", (Ref(conv), Ref(view)), shape, f"aten.{name} (bias)", alpha=1.0)
+        whole: list[str] = []
+        self.peeled[node.name] = (conv, view, _cpp_call(node, self, whole), whole, f"aten.{name}")
+        return True
+
+    def _keep_unfused_biases(self) -> None:
+        """A peeled bias add that no kernel of ours would read (its users are library calls or
+        poolings, or it is the output) goes back into the library call: alone it is the same
+        extra pass ATen makes, a pooling a reduction reads window by window needs the
+        convolution's output itself, and a convolution alone stays a library call."""
+        for add, (conv, view, cpp, refs, origin) in self.peeled.items():
+            readers = [
+                n
+                for n in self.nodes.values()
+                if add in n.refs()
+                or any(isinstance(v, Ref) and v.name == add for v in n.attrs.values())
+            ]
+            if any(n.kind not in (LIBRARY, POOL) for n in readers):
+                continue
+            node = self.nodes[add]
+            del self.nodes[conv], self.nodes[view]
+            self.nodes[add] = OpNode(
+                add,
+                LIBRARY,
+                tuple(Ref(r) for r in refs),
+                {"cpp": cpp},
+                node.shape,
+                "float32",
+                origin,
+            )
+
+    op_conv1d = op_conv2d = op_conv3d = _convolution
+    op_conv_transpose1d = op_conv_transpose2d = op_conv_transpose3d = _convolution
+    op_convolution = _convolution
 
     def _global_pool(self, node, shape, spatial: int) -> bool:
         """Adaptive average pooling to size 1 is a mean over the spatial dims (keepdim), so
