@@ -172,11 +172,18 @@ def test_global_average_pooling_is_a_mean_with_the_chain_before_it_fused(policy)
     assert not any("pool" in s.extra.get("cpp", "") for s in plan.stages)
 
 
-def test_cumsum_and_cumprod_are_scans(policy):
+def test_cumsum_and_cumprod_are_scans_read_in_coalesced_tiles(policy, tmp_path: Path):
+    units = {}
     for op in ("cumsum", "cumprod"):
         plan = policy.analyze(simple(f"torch.{op}(x, dim=2)"), f"{op}.py").plan
         assert [s.family for s in plan.stages] == ["scan"]
         assert plan.stages[0].extra["op"] == ("prod" if op == "cumprod" else "sum")
+        for threads in (128, 1024):  # 4 and 32 warps
+            units[f"{op} {threads}"] = render(plan, [{"threads": threads}], policy.name).cuda
+    cuda = units["cumsum 128"]
+    # one pass over a row: float4 tiles where the row allows, scalar loads otherwise
+    assert "_rows<4><<<" in cuda and "_rows<1><<<" in cuda and "__shfl_up_sync" in cuda
+    compile_units(units, tmp_path)
 
 
 def test_library_only_problem_is_unsupported_naming_the_op(policy):
@@ -344,6 +351,23 @@ def test_fused_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
         ),
         "8_BatchNorm_split_scalar.py": BATCHNORM.replace(
             "torch.randn(4, channels, 6, 6)", "torch.randn(16, channels, 63, 65)"
+        ),
+        # rows of several tiles: float4 loads (8,192 values) and scalar loads (10,001)
+        "9_Cumsum_long_rows.py": kb_problem(
+            "",
+            "        pass",
+            "        return torch.cumsum(x, dim=1)",
+            "",
+            "torch.rand(8, 8192)",
+            "",
+        ),
+        "10_Cumprod_long_rows.py": kb_problem(
+            "",
+            "        pass",
+            "        return torch.cumprod(1.0 + x * 1e-4, dim=1)",
+            "",
+            "torch.rand(8, 10001)",
+            "",
         ),
         "6_Norms.py": simple(
             "x / torch.norm(x, p=2, dim=1, keepdim=True) + torch.logsumexp(x, dim=2, keepdim=True)"
