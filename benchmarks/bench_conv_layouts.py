@@ -123,7 +123,10 @@ def measure(path: Path, trials: int, device: str) -> dict:
         row["eager_ms"] = median_ms(lambda: model(*inputs), trials, device)
         if device == "cuda":
             compiled = torch.compile(model)
-            row["compiled_ms"] = median_ms(lambda: compiled(*inputs), trials, device)
+            try:
+                row["compiled_ms"] = median_ms(lambda: compiled(*inputs), trials, device)
+            except Exception as err:  # the comparison is then without it, saying why
+                row["compiled_error"] = f"{type(err).__name__}: {str(err)[:300]}"
         for name, fn in variants(conv, x).items():
             before = torch.backends.cudnn.benchmark
             torch.backends.cudnn.benchmark = name.endswith("_benchmark")

@@ -617,7 +617,7 @@ def _write_partial_on_sigterm(
         rows = []
         for task in tasks:
             log = logs / f"{task.task_id}.jsonl"
-            if log.is_file():
+            if log.is_file():  # read_jsonl skips a record cut mid-write
                 rows.append({**summarize(task, policy, log), "cut": True})
         _write(args, policy, rows, time.perf_counter() - start)
         print(f"stopped by signal {signum}: {len(rows)} rows written from the logs", flush=True)

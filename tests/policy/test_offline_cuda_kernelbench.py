@@ -543,7 +543,10 @@ def test_a_run_stopped_by_sigterm_writes_the_rows_its_logs_hold(tmp_path):
     """``timeout`` ends a device run with SIGTERM: the steps already evaluated are kept."""
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
-    (log_dir / "kernelbench-L2-4.jsonl").write_text(json.dumps(_candidate(0, 5.0, 50.0)) + "\n")
+    cut = json.dumps(_candidate(1, 1.0, 50.0))[:40]  # a record the signal cut mid-write
+    (log_dir / "kernelbench-L2-4.jsonl").write_text(
+        json.dumps(_candidate(0, 5.0, 50.0)) + "\n" + cut
+    )
     (tmp_path / "4_Gemm_Sigmoid_Scale.py").write_text(GEMM_TAIL)
     script = f"""
 import argparse, os, signal, sys, time
