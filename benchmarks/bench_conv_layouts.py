@@ -114,7 +114,8 @@ def measure(path: Path, trials: int, device: str) -> dict:
     with torch.no_grad():
         expected = conv(x)
         bias = conv.bias.detach().view(-1, *[1] * (x.dim() - 2)) if conv.bias is not None else 0
-        for name, fn in variants(conv, x).items():
+        calls = variants(conv, x)
+        for name, fn in calls.items():
             got = fn()
             if name != "conv":
                 got = got + bias  # the peeled bias, added where a kernel of ours would
@@ -127,7 +128,7 @@ def measure(path: Path, trials: int, device: str) -> dict:
                 row["compiled_ms"] = median_ms(lambda: compiled(*inputs), trials, device)
             except Exception as err:  # the comparison is then without it, saying why
                 row["compiled_error"] = f"{type(err).__name__}: {str(err)[:300]}"
-        for name, fn in variants(conv, x).items():
+        for name, fn in calls.items():
             before = torch.backends.cudnn.benchmark
             torch.backends.cudnn.benchmark = name.endswith("_benchmark")
             try:

@@ -213,6 +213,18 @@ GEMM_TAIL = kb_problem(
 )
 
 
+def _task(task_id: str, source: str, file_name: str, **metadata) -> Task:
+    return Task(
+        task_id=task_id,
+        suite="kernelbench",
+        language="cuda",
+        reference_source=source,
+        description="",
+        tags=(),
+        metadata={"file_name": file_name, **metadata},
+    )
+
+
 def _observe(task: Task, attempts: list[Attempt]) -> Observation:
     ok = [a for a in attempts if a.result.status is Status.OK]
     best = max(ok, key=lambda a: a.reward, default=None)
@@ -242,15 +254,7 @@ def _attempt(proposal, reward: float, step: int) -> Attempt:
 
 
 def test_gemm_search_chooses_between_the_template_and_cublas_by_measured_reward(policy):
-    task = Task(
-        task_id="g",
-        suite="kernelbench",
-        language="cuda",
-        reference_source=GEMM_TAIL,
-        description="",
-        tags=(),
-        metadata={"file_name": "g.py"},
-    )
+    task = _task("g", GEMM_TAIL, "g.py")
     first = policy.propose(_observe(task, []), 2, random.Random(0))
     assert [(p.meta["variant"], p.meta["stages"]) for p in first] == [
         (0, ["gemm"]),
@@ -375,15 +379,7 @@ def test_fused_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
     }
     items = []
     for name, source in problems.items():
-        task = Task(
-            task_id=name,
-            suite="kernelbench",
-            language="cuda",
-            reference_source=source,
-            description="",
-            tags=(),
-            metadata={"file_name": name},
-        )
+        task = _task(name, source, name)
         for proposal in policy.propose(_observe(task, []), 2, random.Random(0)):
             items.append((task, proposal.source))
     with CudaEvaluator(CudaEvalConfig(timing_trials=5), tmp_path / "cache") as evaluator:
@@ -477,18 +473,6 @@ def _candidate(step: int, ms: float, share: float, spread: float = 0.01) -> dict
     }
 
 
-def _gemm_task() -> Task:
-    return Task(
-        task_id="kernelbench-L2-4",
-        suite="kernelbench",
-        language="cuda",
-        reference_source=GEMM_TAIL,
-        description="",
-        tags=(),
-        metadata={"file_name": "4_Gemm_Sigmoid_Scale.py", "level": 2},
-    )
-
-
 @pytest.mark.parametrize(
     ("later_ms", "clearly"),
     [(7.5, True), (7.95, False)],  # 7.95 ms beats 8 ms by less than the two spreads (2%)
@@ -502,7 +486,9 @@ def test_a_later_best_counts_as_the_searchs_gain_only_beyond_the_timing_spread(
     log = tmp_path / "run.jsonl"
     records = [_candidate(0, 8.0, 25.0), _candidate(0, 9.0, 20.0), _candidate(1, later_ms, 20.0)]
     log.write_text("".join(json.dumps(r) + "\n" for r in records))
-    row = bench.summarize(_gemm_task(), policy, log)
+    row = bench.summarize(
+        _task("kernelbench-L2-4", GEMM_TAIL, "4_Gemm_Sigmoid_Scale.py", level=2), policy, log
+    )
     assert row["best_step"] == 1 and row["first_step_best_ms"] == 8.0
     assert row["clearly_after_first_step"] is clearly
     assert row["library_ms"] == pytest.approx(later_ms * 0.8, abs=1e-4)
