@@ -123,17 +123,24 @@ def test_a_non_default_dtype_is_written_as_tensor_options(policy):
 
 
 @pytest.mark.parametrize(
-    "name, layout",
-    [("conv_pool", "ChannelsLast"), ("conv_transpose_groupnorm", "ChannelsLast3d")],
+    "name, layout, kept",
+    [
+        ("conv_pool", "ChannelsLast", False),  # a pooling (library call) reads the result
+        ("conv_transpose_groupnorm", "ChannelsLast3d", True),  # GroupNorm's prologue split off
+    ],
 )
-def test_channels_last_convolution_is_a_searched_choice(policy, name, layout):
+def test_channels_last_convolution_is_a_searched_choice(policy, name, layout, kept):
     plan = policy.analyze(PROBLEMS[name], f"{name}.py").variants[-1]
     conv = plan.stages[0]
-    assert space.variant(conv) == "library-conv" and space.default(conv) == {"channels_last": 0}
-    assert [p for p, _ in space.neighbours(conv, space.default(conv))] == [{"channels_last": 1}]
+    # kept channels-last (only an elementwise kernel of ours reads it): the default
+    assert space.variant(conv) == "library-conv" and space.default(conv) == {"channels_last": kept}
+    assert [p for p, _ in space.neighbours(conv, space.default(conv))] == [
+        {"channels_last": int(not kept)}
+    ]
     # a compute-bound critique points at the layout
     assert space.cue_weight(conv, {"channels_last": 0}, {"channels_last": 1}, {"compute"}) == 1
     params = [space.default(s) for s in plan.stages]
+    params[0] = {"channels_last": 0}
     assert "MemoryFormat" not in render(plan, params, policy.name).cpp
     params[0] = {"channels_last": 1}
     rendered = render(plan, params, policy.name)
@@ -143,6 +150,10 @@ def test_channels_last_convolution_is_a_searched_choice(policy, name, layout):
         f"t0.contiguous(at::MemoryFormat::{layout}), t1.contiguous(at::MemoryFormat::{layout})"
         in cpp
     )
+    # the result: left channels-last for the transposing kernel, or converted back
+    result = next(line for line in cpp.splitlines() if line.startswith("    auto o0 = "))
+    assert result.endswith(f".contiguous(at::MemoryFormat::{layout});") == kept, result
+    assert ("_from_channels_last" in rendered.cuda) == kept
     assert [space.variant(s) for s in plan.stages].count("library-conv") == 1  # pooling: plain
 
 

@@ -57,6 +57,23 @@ TUPLES_BOOLS = kb_problem(
     "torch.randn(2, features, 8, 8)",
     "features, kernel, use_bias",
 )
+# A convolution's result kept channels-last and transposed by the tail's kernel: channel
+# counts and positions that are not multiples of the 32 x 32 tile.
+CONV3D_TAIL = kb_problem(
+    "c_in, c_out",
+    "        self.conv = nn.ConvTranspose3d(c_in, c_out, 3, stride=2)\n"
+    "        self.bias = nn.Parameter(torch.randn(c_out, 1, 1, 1))",
+    "        return torch.nn.functional.hardswish(self.conv(x) + self.bias)",
+    "c_in = 4\nc_out = 40",
+    "torch.randn(2, c_in, 5, 6, 7)",
+)
+CONV_WIDE_TAIL = kb_problem(
+    "c_in, c_out",
+    "        self.conv = nn.Conv2d(c_in, c_out, 3)",
+    "        return torch.tanh(self.conv(x)) * 0.5 - 0.25",
+    "c_in = 3\nc_out = 70",
+    "torch.randn(3, c_in, 35, 37)",
+)
 BATCHNORM = kb_problem(
     "channels",
     "        self.bn = nn.BatchNorm2d(channels)",
@@ -129,6 +146,24 @@ def test_conv_with_elementwise_tail_is_a_library_call_plus_one_fused_kernel(poli
     assert static_findings(source) == []
     assert "super(ModelNew, self).__init__()" in source and "batch_size" not in source
     assert "float(self.scale)" in source  # the scale is read from the model, not baked in
+
+
+def test_a_convolution_read_only_by_its_tail_stays_channels_last_by_default(policy):
+    """cuDNN's NCHW kernels transpose internally: by default the convolution runs on
+    channels-last copies of its input and weight, and the tail's kernel reads the result
+    tile by tile (both biases at the tile's channel, no index division) and writes NCHW."""
+    plan = policy.analyze(CONV_TAIL, "1_Conv2d_ReLU_BiasAdd.py").plan
+    params = [space.default(s) for s in plan.stages]
+    assert params[0] == {"channels_last": 1}
+    kept = render(plan, params, policy.name)
+    assert "_from_channels_last<<<" in kept.cuda and "ew2_vector" not in kept.cuda
+    element = kept.cuda[kept.cuda.index("ew2_element(") : kept.cuda.index("return ")]
+    assert element.count("[ch]") == 2 and "/ inner" not in element
+    assert "auto o2 = torch::empty(o0.sizes(), o0.options());" in kept.cpp
+    params[0] = {"channels_last": 0}  # the searched alternative: NCHW, the plain kernel
+    plain = render(plan, params, policy.name)
+    assert "_from_channels_last" not in plain.cuda and "ew2_vector<<<" in plain.cuda
+    assert "MemoryFormat" not in plain.cpp
 
 
 def test_group_norm_is_a_row_normalization_and_batch_norm_uses_batch_statistics(policy):
@@ -253,6 +288,22 @@ def _attempt(proposal, reward: float, step: int) -> Attempt:
     )
 
 
+def test_a_fusion_move_to_a_plan_that_keeps_channels_last_starts_it_kept(policy):
+    """The fused GroupNorm reads the convolution's result in NCHW; with its prologue split
+    off only an elementwise kernel reads it, so that plan starts with it kept channels-last."""
+    task = _task("2_Conv2d_GroupNorm_Tanh", TUPLES_BOOLS, "2_Conv2d_GroupNorm_Tanh.py")
+    variants = policy.analyze(TUPLES_BOOLS, "2_Conv2d_GroupNorm_Tanh.py").variants
+    kept = {vi for vi, v in enumerate(variants) if v.stages[0].extra.get("keep_channels_last")}
+    assert kept and 0 not in kept
+    seen = set()
+    for proposal in policy.propose(_observe(task, []), 12, random.Random(0)):
+        vi, meta = proposal.meta["variant"], proposal.meta
+        seen.add(vi)
+        if "0.channels_last" not in meta["changed"]:
+            assert meta["params"][0] == {"channels_last": int(vi in kept)}, meta
+    assert kept <= seen
+
+
 def test_gemm_search_chooses_between_the_template_and_cublas_by_measured_reward(policy):
     task = _task("g", GEMM_TAIL, "g.py")
     first = policy.propose(_observe(task, []), 2, random.Random(0))
@@ -322,10 +373,11 @@ def test_coverage_benchmark_refuses_a_missing_checkout(coverage, tmp_path: Path,
     assert "--kb" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("problem", ["conv", "groupnorm", "batchnorm", "cumsum", "norm"])
+@pytest.mark.parametrize("problem", ["conv", "conv3d", "groupnorm", "batchnorm", "cumsum", "norm"])
 def test_fused_candidates_compile_with_nvcc(policy, problem, tmp_path: Path):
     source = {
         "conv": CONV_TAIL,
+        "conv3d": CONV3D_TAIL,
         "groupnorm": TUPLES_BOOLS,
         "batchnorm": BATCHNORM,
         "cumsum": simple("torch.cumsum(x, dim=1) + torch.cumprod(x, dim=2)"),
@@ -372,6 +424,17 @@ def test_fused_candidates_are_correct_on_a_gpu(policy, tmp_path: Path):
             "",
             "torch.rand(8, 10001)",
             "",
+        ),
+        # a convolution's result kept channels-last: tiles cut by the edges (C = 40 and 70);
+        # more images x channel tiles than a grid's y dimension holds (70,000 x 1)
+        "11_ConvTranspose3d_Add_HardSwish.py": CONV3D_TAIL,
+        "12_Conv2d_Tanh_wide.py": CONV_WIDE_TAIL,
+        "13_Conv2d_ReLU_many_images.py": kb_problem(
+            "c_in, c_out",
+            "        self.conv = nn.Conv2d(c_in, c_out, 1)",
+            "        return torch.relu(self.conv(x))",
+            "c_in = 3\nc_out = 8",
+            "torch.randn(70000, c_in, 3, 3)",
         ),
         "6_Norms.py": simple(
             "x / torch.norm(x, p=2, dim=1, keepdim=True) + torch.logsumexp(x, dim=2, keepdim=True)"

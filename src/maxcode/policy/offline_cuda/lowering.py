@@ -1026,6 +1026,7 @@ def _lower(graph: OpGraph, split: frozenset[str]) -> Plan:
             "no template covers any of them, so the candidate would launch no kernel of its own"
         )
     _mark_contiguous(stages)
+    _mark_channels_last_kept(stages)
     family = "fused" if any(s.family == LIBRARY for s in stages) else "kernels"
     return Plan(family, stages, scalars.py, graph, graph.input_names, boundaries)
 
@@ -1144,6 +1145,28 @@ def _mark_contiguous(stages: list[Stage]) -> None:
             stage.extra["contiguous"] = not stage.extra["tuple"] and (
                 last or f"__stage:{i}" in read_by_kernel
             )
+
+
+def _mark_channels_last_kept(stages: list[Stage]) -> None:
+    """A convolution may leave its result channels-last (``keep_channels_last``) where only
+    elementwise kernels of ours read it, each as a full operand: they read it tile by tile
+    through shared memory and write the contiguous layout, so no separate copy converts it
+    back (cuDNN's NCHW kernels transpose internally; a per-call conversion costs as much)."""
+    for i, stage in enumerate(stages):
+        if stage.family != LIBRARY or not stage.extra.get("conv_rank") or stage.extra["tuple"]:
+            continue
+        ref = f"__stage:{i}"
+        readers = [s for s in stages if any(t.py == ref for t in s.tensors)]
+        stage.extra["keep_channels_last"] = (
+            i < len(stages) - 1
+            and bool(readers)
+            and all(
+                s.family == "elementwise"
+                and [t.role for t in s.tensors if t.py == ref] == ["full"]
+                and sum(t.py.startswith("__stage:") and t.role == "full" for t in s.tensors) == 1
+                for s in readers
+            )
+        )
 
 
 def _used_all(graph: OpGraph, target: str) -> set[str]:

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 
 from maxcode.evaluate.result import Status
 from maxcode.policy.offline_cuda import space
-from maxcode.policy.offline_cuda.families import Plan, plan_for
+from maxcode.policy.offline_cuda.families import Plan, Stage, plan_for
 from maxcode.policy.offline_cuda.graph import CaptureError, UnsupportedOp, capture
 from maxcode.policy.offline_cuda.lowering import LIBRARY, export_graph, lower
-from maxcode.policy.offline_cuda.render import render
+from maxcode.policy.offline_cuda.render import kept_channels_last, render
 from maxcode.search.types import Attempt, Observation, Proposal
 
 # First line of an offline (or LLM) critique -> bottleneck class (see critique/offline.py).
@@ -189,7 +189,10 @@ class OfflineCudaPolicy:
                 chosen.append((vi, defaults, []))
                 tried.add(key)
         moves = []
+        fixed = _fixed_stages(plan, base)
         for si, stage in enumerate(plan.stages):
+            if si in fixed:
+                continue
             for p, keys in space.neighbours(stage, base[si]):
                 config = [dict(b) for b in base]
                 config[si] = p
@@ -303,13 +306,27 @@ def _untried(
         for p in options:
             config = [dict(d) for d in defaults]
             config[si] = p
+            kept = kept_channels_last(plan.stages, config)
+            for t in plan.stages[si].tensors:  # tunable only with its input in NCHW
+                if t.py in kept:
+                    config[int(t.py.split(":")[1])] = {"channels_last": 0}
             configs.append(config)
     rng.shuffle(configs)
     return [
         c
         for c in configs
-        if config_key(c, variant) not in tried and not _uses_bad(c, bad, _all_keys(c))
+        if config_key(c, variant) not in tried
+        and not _uses_bad(c, bad, _all_keys(c))
+        and all(c[si] == defaults[si] for si in _fixed_stages(plan, c))
     ]
+
+
+def _fixed_stages(plan: Plan, config: Config) -> set[int]:
+    """Stages whose parameters do not apply under ``config``: elementwise kernels that
+    transpose a convolution's result kept channels-last (fixed tiles). They stay at their
+    defaults, so no two proposals differ only there."""
+    kept = kept_channels_last(plan.stages, config)
+    return {si for si, s in enumerate(plan.stages) if any(t.py in kept for t in s.tensors)}
 
 
 def _flipped(base: dict[str, bool], other: dict[str, bool]) -> str | None:
@@ -322,14 +339,17 @@ def _flipped(base: dict[str, bool], other: dict[str, bool]) -> str | None:
 
 def _carry(plan: Plan, config: Config, other: Plan) -> Config:
     """``config`` moved to ``other``'s stages: a stage computing the same node with the same
-    template keeps its parameters, the others start at their defaults."""
-    tuned = {
-        (s.extra.get("node"), space.variant(s)): p for s, p in zip(plan.stages, config, strict=True)
-    }
-    return [
-        dict(tuned.get((s.extra.get("node"), space.variant(s)), space.default(s)))
-        for s in other.stages
-    ]
+    template (and, for a convolution, the same choice of keeping its result channels-last)
+    keeps its parameters, the others start at their defaults."""
+
+    def key(s: Stage) -> tuple:
+        return s.extra.get("node"), space.variant(s), s.extra.get("keep_channels_last")
+
+    tuned = {key(s): p for s, p in zip(plan.stages, config, strict=True)}
+    carried = [dict(tuned.get(key(s), space.default(s))) for s in other.stages]
+    for si in _fixed_stages(other, carried):
+        carried[si] = space.default(other.stages[si])
+    return carried
 
 
 # Kernel names the templates give each stage (ew3_vector, red5_rows<true>, stats1_stats, ...),

@@ -92,6 +92,17 @@ def _block_args(i: int, two: bool, bare: bool = False) -> list[str]:
     return names if bare else [f"{n}{i}" for n in names]
 
 
+def kept_channels_last(stages: list[Stage], params: list[dict]) -> set[str]:
+    """Convolution results left channels-last under ``params`` (as ``__stage:i``): each is
+    read by elementwise kernels that transpose it in fixed tiles, whose tunables then do
+    not apply."""
+    return {
+        f"__stage:{si}"
+        for si, (stage, p) in enumerate(zip(stages, params, strict=True))
+        if p.get("channels_last") and stage.extra.get("keep_channels_last")
+    }
+
+
 def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
     """The candidate for ``plan`` with one parameter dict per stage."""
     env = environment()
@@ -100,6 +111,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
     host_stages = []
     host_tensors: list[str] = []  # Python expressions passed to the binding, in order
     kernel_tensors: list[str] = []  # those a kernel of ours reads (float32 checked)
+    kept = kept_channels_last(plan.stages, params)
     for si, (stage, p) in enumerate(zip(plan.stages, params, strict=True)):
         ns = f"{_SHORT[stage.family]}{si}"
         kparams, kargs, _ = _stage_params(stage, scalars)
@@ -144,8 +156,13 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 if p.get("channels_last") and i < 2:  # the convolution's input and weight
                     v = f"{v}.contiguous(at::MemoryFormat::{layout})"
                 expr = expr.replace(f"@{i}@", v)
+            # ATen returns channels-last for channels-last operands; the copy is a safeguard
+            keep = f"__stage:{si}" in kept
             host.update(
-                expr=expr, contiguous=stage.extra["contiguous"], origin=stage.extra["origin"]
+                expr=expr,
+                contiguous=stage.extra["contiguous"] or keep,
+                memory_format=f"at::MemoryFormat::{layout}" if keep else "",
+                origin=stage.extra["origin"],
             )
         elif stage.family in ("stats", "scan"):
             ctx["op"] = stage.extra.get("op", "sum")
@@ -169,6 +186,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             other = [i for i, t in enumerate(stage.tensors) if t.role != "full"]
             blocks = [i for i, t in enumerate(stage.tensors) if t.role in ("block", "block2")]
             twos = [i for i, t in enumerate(stage.tensors) if t.role == "block2"]
+            cl = next((i for i, t in enumerate(stage.tensors) if t.py in kept), None)
             passed = [f"p{i}" for i in other]
             passed += [x for i in blocks for x in _block_args(i, i in twos)]
             passed += ctx["scalars"]
@@ -177,6 +195,11 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 other=other,
                 blocks=blocks,
                 twos=twos,
+                cl=cl,
+                # read at the channel the transposing kernel knows (one value per channel)
+                per_channel=[
+                    i for i in blocks if cl is not None and stage.tensors[i].block == (1, 1)
+                ],
                 params=kparams,
                 args=kargs,
                 **{"pass": "".join(f", {a}" for a in passed)},
@@ -185,7 +208,9 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             bargs = [f"{x}{si}_{i}" for i in blocks for x in _block_args(i, i in twos, bare=True)]
             host.update(
                 ref=tvars[full[0]],
-                decl=f"{kparams}, float* out, long n",
+                channels_last=cl is not None,
+                decl=f"{kparams}, float* out, long n"
+                + (", long C, long S" if cl is not None else ""),
                 call=", ".join(call_ptrs + bargs + sargs),
             )
         elif stage.family == "reduction":
