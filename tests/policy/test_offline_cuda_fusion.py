@@ -8,6 +8,7 @@ Problems are written here in KernelBench's style."""
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.result import EvalResult, Status, Timing
 from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
+from maxcode.policy.offline_cuda.policy import _STAGE_KERNEL
 from maxcode.policy.offline_cuda.render import render
 from maxcode.search.types import Attempt, Critique, Observation
 from maxcode.tasks.model import Task
@@ -288,6 +290,22 @@ def test_a_profile_dominated_by_the_fused_kernel_steers_toward_its_boundary(poli
     hot = measured(default, profile(f"void red{fused_stage}_rows<true>(float const*, float*)"))
     library = measured(default, profile("cutlass_80_simt_sgemm_128x64_8x5_tn_align1"))
     assert boundary_moves(policy, task, hot) > boundary_moves(policy, task, library)
+
+
+def test_every_kernel_a_template_defines_is_attributed_to_its_stage():
+    """The profile names kernels as the templates define them; each must map back to its
+    stage, or a hot stage would steer no fusion move."""
+    templates = Path(render.__code__.co_filename).parent / "templates"
+    names = {
+        m.group(1)
+        for f in templates.glob("*.j2")
+        for m in re.finditer(
+            r"__global__ void (?:__launch_bounds__\([^)]*\) )?\{\{ ns \}\}_(\w+)\(", f.read_text()
+        )
+    }
+    assert {"vector", "scalar", "from_channels_last", "rows", "partials"} <= names
+    for name in names:
+        assert _STAGE_KERNEL.search(f"void ew7_{name}<4>(float const*)").group(1) == "7", name
 
 
 def test_a_memory_bound_critique_steers_a_tuned_split_plan_toward_fusing(policy):

@@ -355,7 +355,8 @@ def _carry(plan: Plan, config: Config, other: Plan) -> Config:
 # Kernel names the templates give each stage (ew3_vector, red5_rows<true>, stats1_stats, ...),
 # as the profiler prints them ("void red5_rows<true>(float const*, ...)").
 _STAGE_KERNEL = re.compile(
-    r"\b(?:ew|red|gemm|stats|scan)(\d+)_(?:vector|scalar|rows|cols|partials|finish|gemm|stats)\b"
+    r"\b(?:ew|red|gemm|stats|scan)(\d+)_"
+    r"(?:vector|scalar|from_channels_last|rows|cols|partials|finish|gemm|stats)\b"
 )
 
 
