@@ -156,11 +156,12 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                 if p.get("channels_last") and i < 2:  # the convolution's input and weight
                     v = f"{v}.contiguous(at::MemoryFormat::{layout})"
                 expr = expr.replace(f"@{i}@", v)
-            # ATen returns channels-last for channels-last operands; the copy is a safeguard
+            # a kept result is read by our kernels, so made contiguous, in its own layout (a
+            # no-op: ATen returns channels-last for channels-last operands)
             keep = f"__stage:{si}" in kept
             host.update(
                 expr=expr,
-                contiguous=stage.extra["contiguous"] or keep,
+                contiguous=stage.extra["contiguous"],
                 memory_format=f"at::MemoryFormat::{layout}" if keep else "",
                 origin=stage.extra["origin"],
             )

@@ -140,8 +140,8 @@ def default(stage: Stage) -> dict[str, int]:
     if var == "library":
         return {}
     if var == "library-conv":
-        # Kept channels-last, cuDNN skips its own NCHW transposes: on an H200 the bare
-        # convolution took 0.42-0.71x the time of the NCHW one on ten KernelBench problems.
+        # Kept channels-last, the bare convolution took 0.42-0.71x the time of the NCHW one
+        # on ten KernelBench problems (H200).
         return {"channels_last": int(bool(stage.extra.get("keep_channels_last")))}
     if var == "stats":
         # Split: a BatchNorm after a convolution has a few channels of millions of values each
