@@ -10,7 +10,7 @@ from maxcode.pipeline import make_tables
 from maxcode.records import read_jsonl
 from maxcode.report.config import TablesParams
 from maxcode.report.runs import read_run, read_runs
-from maxcode.report.stats import average_ranks, bootstrap_ci
+from maxcode.report.stats import average_ranks, bootstrap_ci, paired_difference
 from maxcode.report.tables import write_all
 from maxcode.search.config import MethodConfig
 from maxcode.search.loop import RunContext, run_search
@@ -83,6 +83,11 @@ def test_tables_agree_with_the_records(rollouts, tmp_path):
     # per task: a -> fast 2.0 beats slow 1.2; b -> slow 1.5 beats fast 1.4 => ranks tie at 1.5
     assert float(rows["fast-method"]["avg rank"]) == pytest.approx(1.5)
     assert rows["fast-method"]["evals/run"] == "2.0"
+    # paired per task x seed against the table's first method: a +0.8 twice, b -0.1 twice
+    assert float(rows["fast-method"]["paired diff vs slow-method"]) == pytest.approx(0.35)
+    lo, hi = (float(x) for x in rows["fast-method"]["paired diff 95% CI"].strip("[]").split(","))
+    assert lo < 0.35 < hi
+    assert rows["slow-method"]["paired diff vs slow-method"] == ""
     md = (tmp_path / "t" / "main.md").read_text()
     assert "rules (offline)" in md and "preset: offline" in md
     assert "budget per run (params): slow-method: 2 x 1 = 2 evals" in md
@@ -95,6 +100,8 @@ def test_tables_agree_with_the_records(rollouts, tmp_path):
     assert (tmp_path / "t" / "main.tex").read_text().count("\\\\") == 3  # header + 2 rows
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["main"]["fast-method/s"]["mean_best_speedup"] == pytest.approx(1.7)
+    assert metrics["main"]["fast-method/s"]["paired_diff_vs_first"] == pytest.approx(0.35)
+    assert "paired_diff_vs_first" not in metrics["main"]["slow-method/s"]
     assert metrics["r2g"] == {"avg_rank_model": 1.25}
     assert (
         "held-out ranking metric avg_rank_model: 1.250"
@@ -164,3 +171,14 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
     assert bootstrap_ci(values, 1000) == bootstrap_ci(values, 1000)
     lo, hi = bootstrap_ci(values, 1000)
     assert lo < 4.0 < hi
+
+
+def test_paired_difference_separates_methods_whose_own_intervals_overlap():
+    """Tasks spread from 1x to 5x; one method is 0.1x faster on every one of them."""
+    base = {(f"t{i}", 0): {"a": 1.0 + 0.4 * i, "b": 1.1 + 0.4 * i} for i in range(11)}
+    a_lo, a_hi = bootstrap_ci([u["a"] for u in base.values()], 1000)
+    b_lo, b_hi = bootstrap_ci([u["b"] for u in base.values()], 1000)
+    assert b_lo < a_hi  # unpaired: the intervals overlap
+    mean, lo, hi, n = paired_difference(base | {("x", 0): {"a": 9.0}}, "b", "a", 1000)
+    assert n == 11  # the unit only one method ran is left out
+    assert mean == pytest.approx(0.1) and 0 < lo <= hi

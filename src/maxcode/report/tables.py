@@ -26,7 +26,7 @@ from maxcode.report.reference import (
     reference_notes,
 )
 from maxcode.report.runs import RunRow
-from maxcode.report.stats import average_ranks, bootstrap_ci
+from maxcode.report.stats import average_ranks, bootstrap_ci, paired_difference
 
 
 class Table:
@@ -117,7 +117,8 @@ def method_table(
     confidence: float,
     table_key: str = "",
 ) -> Table:
-    """Per method and suite: mean best speedup with CI, median, average rank, budgets.
+    """Per method and suite: mean best speedup with CI, median, average rank, the paired
+    difference from the table's first method with CI, budgets.
 
     ``table_key`` names the table in the reference file (main, ablation, rerank).
     """
@@ -130,12 +131,12 @@ def method_table(
         if r.method in methods:
             by_method_suite[(r.method, r.suite)].append(r)
     suites = sorted({s for _, s in by_method_suite})
-    ranks = {
-        suite: average_ranks(
-            _scores_by_unit([r for r in runs if r.suite == suite and r.method in methods], floor)
-        )
+    units = {
+        suite: _scores_by_unit([r for r in runs if r.suite == suite and r.method in methods], floor)
         for suite in suites
     }
+    ranks = {suite: average_ranks(units[suite]) for suite in suites}
+    baseline = methods[0] if methods else ""
     pct = round(confidence * 100)
     columns = [
         "method",
@@ -146,6 +147,8 @@ def method_table(
         f"{pct}% CI",
         "median",
         "avg rank",
+        f"paired diff vs {baseline}",
+        f"paired diff {pct}% CI",
         "% runs correct",
         "evals/run",
         "LLM calls/run",
@@ -163,6 +166,14 @@ def method_table(
             lo, hi = bootstrap_ci(values, samples, confidence)
             n_tasks = len({r.task_id for r in group})
             n_seeds = len({r.seed for r in group})
+            diff, diff_lo, diff_hi, paired = paired_difference(
+                units[suite], method, baseline, samples, confidence
+            )
+            paired_cells = (
+                [diff, f"[{diff_lo:.3f}, {diff_hi:.3f}]"]
+                if method != baseline and paired
+                else ["", ""]
+            )
             rows.append(
                 [
                     method,
@@ -173,6 +184,7 @@ def method_table(
                     f"[{lo:.3f}, {hi:.3f}]",
                     _median(values),
                     ranks[suite].get(method, math.nan),
+                    *paired_cells,
                     100.0 * sum(r.best_reward > 0 for r in group) / len(group),
                     _mean([r.evaluations for r in group]),
                     _mean([r.usage.calls for r in group]),
@@ -190,6 +202,9 @@ def method_table(
         + ("; floored at 1.0 (PIE's convention)" if floor else "; not floored"),
         f"{pct}% CI: percentile bootstrap of the mean over runs ({samples} resamples)",
         "avg rank: per task x seed, methods of this table ranked by best speedup (1 = fastest)",
+        f"paired diff: per task x seed, a method's best speedup minus {baseline}'s, averaged "
+        f"over the units both ran, with a {pct}% percentile bootstrap interval over those "
+        "units; an interval that contains 0 means this run does not tell the two apart",
     ]
     if ref_columns:
         notes += reference_notes(book, used, benchmarks)
@@ -382,6 +397,9 @@ def _metric_block(table: Table) -> dict:
             "avg_rank": _round(row[idx["avg rank"]]),
             "evals_per_run": _round(row[idx["evals/run"]]),
         }
+        diff = next((row[i] for c, i in idx.items() if c.startswith("paired diff vs ")), "")
+        if diff != "":
+            block[key]["paired_diff_vs_first"] = _round(diff)
     return block
 
 
