@@ -19,7 +19,7 @@ from maxcode.evaluate.cuda.checks import static_findings
 from maxcode.evaluate.result import EvalResult, Status, Timing
 from maxcode.policy.offline_cuda import OfflineCudaPolicy, space
 from maxcode.policy.offline_cuda.policy import _STAGE_KERNEL
-from maxcode.policy.offline_cuda.render import render
+from maxcode.policy.offline_cuda.render import environment, render
 from maxcode.search.types import Attempt, Critique, Observation
 from maxcode.tasks.model import Task
 from tests.evaluate.cuda.cuda_fixtures import requires_gpu
@@ -163,16 +163,27 @@ def test_group_norm_epilogue_reads_the_affine_per_channel_in_place(policy):
     assert [t.role for t in norm.tensors] == ["full", "block", "block"]  # x, weight, bias
     assert any("0.1" in line or "s" in line for line in norm.body)  # LeakyReLU in the epilogue
     cuda = render(fused, [space.default(s) for s in fused.stages], policy.name).cuda
-    assert "% mid1]" in cuda and "% mid2]" in cuda  # channel = (offset / inner) % channels
+    # channel = (offset / inner) % channels, through the divider's multiply and shift
+    assert "inner1), mid1)]" in cuda and "inner2), mid2)]" in cuda
 
+
+_HOST_SHIMS = r"""
+#define __host__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__
+static inline unsigned __umulhi(unsigned a, unsigned b) {  // the CUDA intrinsic, on the host
+    return (unsigned)(((unsigned long long)a * b) >> 32);
+}
+"""
+"""CUDA's qualifiers and the one intrinsic the divider uses, so device code builds as host C++."""
 
 _WINDOW_HARNESS = r"""
 #include <cmath>
 #include <cstdio>
 #include <vector>
-#define __device__
-#define __forceinline__ inline
-#define __restrict__
+%(shims)s
+%(divider)s
 %(window)s
 int main() {
     long lead, total;
@@ -214,7 +225,10 @@ def test_pooling_windows_match_torch_on_the_cpu(op, kernel, stride, shape, tmp_p
     k = len(kernel)
     window = _window("t", 0, {"op": op, "kernel": kernel, "stride": stride})
     sizes = ", ".join([f"in[{d}]" for d in range(k)] + [f"out[{d}]" for d in range(k)])
-    (tmp_path / "w.cpp").write_text(_WINDOW_HARNESS % {"window": window, "k": k, "sizes": sizes})
+    divider = environment().get_template("divider.cuh.j2").render()
+    (tmp_path / "w.cpp").write_text(
+        _WINDOW_HARNESS % {"shims": _HOST_SHIMS, "divider": divider, "window": window, "k": k, "sizes": sizes}
+    )
     build = subprocess.run(
         [cxx, "-O1", "-o", "w", "w.cpp"], cwd=tmp_path, capture_output=True, text=True
     )
@@ -230,6 +244,58 @@ def test_pooling_windows_match_torch_on_the_cpu(op, kernel, stride, shape, tmp_p
     )
     got = torch.tensor([float(v) for v in run.stdout.split()]).view(expected.shape)
     assert torch.allclose(got, expected, atol=1e-6, rtol=1e-6)
+
+
+_DIVIDER_HARNESS = r"""
+#include <cstdio>
+%(shims)s
+%(divider)s
+int main() {
+    long d, n, wrong = 0, checked = 0;
+    while (std::scanf("%%ld %%ld", &d, &n) == 2) {
+        const mx_div v(d);
+        for (long k = 0; k < 64; ++k, ++checked) {  // a run of dividends from n
+            const long m = n + k;
+            if (mx_quot(m, v) != m / d || mx_rem(m, v) != m %% d) {
+                if (wrong++ < 5) std::printf("%%ld / %%ld: %%ld, not %%ld\n", m, d, mx_quot(m, v), m / d);
+            }
+        }
+    }
+    std::printf("checked %%ld, wrong %%ld\n", checked, wrong);
+    return wrong != 0;
+}
+"""
+
+
+def test_index_division_by_a_launch_constant_is_exact(tmp_path: Path):
+    """The divider the kernels use for a broadcast operand's index and a pooling's output
+    offsets (multiply-high, add, shift), compiled as host C++: equal to ``/`` and ``%`` for
+    divisors across [1, 2^31) (1, powers of two and their neighbours, the sizes of real
+    problems, primes, random ones) with dividends at 0, around each multiple of the divisor,
+    just below 2^31 (the fast path's last) and above it (the exact 64-bit path)."""
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    divider = environment().get_template("divider.cuh.j2").render()
+    (tmp_path / "d.cpp").write_text(_DIVIDER_HARNESS % {"shims": _HOST_SHIMS, "divider": divider})
+    build = subprocess.run(
+        [cxx, "-O1", "-o", "d", "d.cpp"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    rng = random.Random(0)
+    divisors = {1, 2, 3, 7, 127, 128, 129, 16384, 16900, 66049, 2147483647, 2147483646}
+    divisors |= {(1 << e) + o for e in range(1, 31) for o in (-1, 0, 1)}
+    divisors |= {rng.randrange(1, 1 << 31) for _ in range(300)}
+    lines = []
+    for d in sorted(divisors):
+        starts = {0, d - 32, 5 * d - 32, (1 << 31) - 32, (1 << 31) - 64, 1 << 33}
+        starts |= {rng.randrange(0, 1 << 31) for _ in range(4)}
+        lines += [f"{d} {n}" for n in sorted(starts) if n >= 0]
+    run = subprocess.run(
+        [str(tmp_path / "d")], input="\n".join(lines), capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert run.stdout.startswith(f"checked {64 * len(lines)}, wrong 0")
 
 
 def observe(task: Task, attempts: list[Attempt], critique: bool = True) -> Observation:

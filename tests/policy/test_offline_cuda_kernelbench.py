@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 
 from maxcode.evaluate.cuda.checks import static_findings
+from maxcode.evaluate.cuda.host_split import HostSplit, split_host_functions
 from maxcode.evaluate.result import EvalResult, Status, Timing
 from maxcode.policy.offline_cuda import OfflineCudaPolicy, graph, space
 from maxcode.policy.offline_cuda.render import render
@@ -157,13 +158,18 @@ def test_a_convolution_read_only_by_its_tail_stays_channels_last_by_default(poli
     assert params[0] == {"channels_last": 1}
     kept = render(plan, params, policy.name)
     assert "_from_channels_last<<<" in kept.cuda and "ew2_vector" not in kept.cuda
-    element = kept.cuda[kept.cuda.index("ew2_element(") : kept.cuda.index("return ")]
-    assert element.count("[ch]") == 2 and "/ inner" not in element
+    start = kept.cuda.index("ew2_element(")
+    element = kept.cuda[start : kept.cuda.index("return ", start)]
+    assert element.count("[ch]") == 2 and "mx_quot" not in element
     assert "auto o2 = torch::empty(o0.sizes(), o0.options());" in kept.cpp
     params[0] = {"channels_last": 0}  # the searched alternative: NCHW, the plain kernel
     plain = render(plan, params, policy.name)
     assert "_from_channels_last" not in plain.cuda and "ew2_vector<<<" in plain.cuda
     assert "MemoryFormat" not in plain.cpp
+    # the biases at (i / inner) % C through the divider, which the build's host split accepts
+    assert plain.cuda.count("[mx_rem(mx_quot(i, inner") == 2
+    split = split_host_functions(plain.cuda)
+    assert isinstance(split, HostSplit) and "struct mx_div" in split.host, split
 
 
 def test_group_norm_is_a_row_normalization_and_batch_norm_uses_batch_statistics(policy):

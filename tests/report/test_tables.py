@@ -176,8 +176,8 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
 def test_paired_difference_separates_methods_whose_own_intervals_overlap():
     """Tasks spread from 1x to 5x; one method is 0.1x faster on every one of them."""
     base = {(f"t{i}", 0): {"a": 1.0 + 0.4 * i, "b": 1.1 + 0.4 * i} for i in range(11)}
-    a_lo, a_hi = bootstrap_ci([u["a"] for u in base.values()], 1000)
-    b_lo, b_hi = bootstrap_ci([u["b"] for u in base.values()], 1000)
+    _, a_hi = bootstrap_ci([u["a"] for u in base.values()], 1000)
+    b_lo, _ = bootstrap_ci([u["b"] for u in base.values()], 1000)
     assert b_lo < a_hi  # unpaired: the intervals overlap
     mean, lo, hi, n = paired_difference(base | {("x", 0): {"a": 9.0}}, "b", "a", 1000)
     assert n == 11  # the unit only one method ran is left out

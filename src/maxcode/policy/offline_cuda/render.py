@@ -46,24 +46,26 @@ class Rendered:
     cpp: str  # the host binding
 
 
-def _stage_params(stage: Stage, scalars: list[str]) -> tuple[str, str, list[str]]:
-    """(kernel parameter list, argument list, names) for tensors, block sizes and scalars."""
-    params = [f"const float* __restrict__ p{i}" for i in range(len(stage.tensors))]
-    args = [f"p{i}" for i in range(len(stage.tensors))]
+def _stage_params(stage: Stage, scalars: list[str]) -> tuple[str, str, str]:
+    """(launch function's parameter list, kernels' parameter list, argument list) for tensors,
+    block sizes and scalars. The kernels take the sizes they divide by (a broadcast operand's
+    extents, a pooling's output sizes) as ``mx_div`` (``divider.cuh.j2``), converted from the
+    launch function's ``long`` at the launch."""
+    sizes: list[tuple[str, bool]] = []  # (name, divided by in the kernels), in argument order
     for i, t in enumerate(stage.tensors):
         if t.role in ("block", "block2"):
-            params += [f"long inner{i}", f"long mid{i}"]
-            args += [f"inner{i}", f"mid{i}"]
-        if t.role == "block2":
-            params += [f"long innerb{i}", f"long midb{i}"]
-            args += [f"innerb{i}", f"midb{i}"]
+            sizes += [(a, True) for a in _block_args(i, t.role == "block2")]
         if t.role == "pool":
-            sizes = _pool_args(i, len(t.pool["kernel"]))
-            params += [f"long {a}" for a in sizes]
-            args += sizes
-    params += [f"float s{i}" for i in range(len(scalars))]
+            k = len(t.pool["kernel"])
+            pool = _pool_args(i, k)
+            sizes += [(a, False) for a in pool[:k]] + [(a, True) for a in pool[k:]]
+    tensors = [f"const float* __restrict__ p{i}" for i in range(len(stage.tensors))]
+    floats = [f"float s{i}" for i in range(len(scalars))]
+    launch = [*tensors, *(f"long {a}" for a, _ in sizes), *floats]
+    kernel = [*tensors, *(f"{'mx_div' if d else 'long'} {a}" for a, d in sizes), *floats]
+    args = [f"p{i}" for i in range(len(stage.tensors))] + [a for a, _ in sizes]
     args += [f"s{i}" for i in range(len(scalars))]
-    return ", ".join(params), ", ".join(args), args
+    return ", ".join(launch), ", ".join(kernel), ", ".join(args)
 
 
 def _pool_args(i: int, k: int, si: int | None = None) -> list[str]:
@@ -114,7 +116,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
     kept = kept_channels_last(plan.stages, params)
     for si, (stage, p) in enumerate(zip(plan.stages, params, strict=True)):
         ns = f"{_SHORT[stage.family]}{si}"
-        kparams, kargs, _ = _stage_params(stage, scalars)
+        kparams, dparams, kargs = _stage_params(stage, scalars)
         ctx = {
             "ns": ns,
             "NS": ns.upper(),
@@ -202,6 +204,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
                     i for i in blocks if cl is not None and stage.tensors[i].block == (1, 1)
                 ],
                 params=kparams,
+                kernel_params=dparams,
                 args=kargs,
                 **{"pass": "".join(f", {a}" for a in passed)},
             )
@@ -219,6 +222,7 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
             split = space.variant(stage) == "reduction-split"
             ctx.update(
                 params=kparams,
+                kernel_params=dparams,
                 args=kargs,
                 kind=ex["kind"],
                 op=ex["op"],
@@ -289,6 +293,8 @@ def render(plan: Plan, params: list[dict], policy: str) -> Rendered:
         repr((plan.describe(), [s.body for s in plan.stages], params)).encode()
     ).hexdigest()[:10]
     prefix = f"mx{digest}"
+    if any("mx_div" in part for part in cuda_parts):
+        cuda_parts.insert(cuda_parts.index("") + 1, env.get_template("divider.cuh.j2").render())
     cuda_parts.append(
         f"const char* {prefix}_error(int code) {{ return cudaGetErrorString((cudaError_t)code); }}\n"
     )
