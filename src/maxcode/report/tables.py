@@ -166,14 +166,13 @@ def method_table(
             lo, hi = bootstrap_ci(values, samples, confidence)
             n_tasks = len({r.task_id for r in group})
             n_seeds = len({r.seed for r in group})
-            diff, diff_lo, diff_hi, paired = paired_difference(
-                units[suite], method, baseline, samples, confidence
-            )
-            paired_cells = (
-                [diff, f"[{diff_lo:.3f}, {diff_hi:.3f}]"]
-                if method != baseline and paired
-                else ["", ""]
-            )
+            paired_cells = ["", ""]  # the baseline's own row, or no unit both ran
+            if method != baseline:
+                diff, lo_d, hi_d, paired = paired_difference(
+                    units[suite], method, baseline, samples, confidence
+                )
+                if paired:
+                    paired_cells = [diff, f"[{lo_d:.3f}, {hi_d:.3f}]"]
             rows.append(
                 [
                     method,

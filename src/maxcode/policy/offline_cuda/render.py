@@ -59,12 +59,12 @@ def _stage_params(stage: Stage, scalars: list[str]) -> tuple[str, str, str]:
             k = len(t.pool["kernel"])
             pool = _pool_args(i, k)
             sizes += [(a, False) for a in pool[:k]] + [(a, True) for a in pool[k:]]
-    tensors = [f"const float* __restrict__ p{i}" for i in range(len(stage.tensors))]
+    pointers = [f"p{i}" for i in range(len(stage.tensors))]
+    tensors = [f"const float* __restrict__ {p}" for p in pointers]
     floats = [f"float s{i}" for i in range(len(scalars))]
     launch = [*tensors, *(f"long {a}" for a, _ in sizes), *floats]
     kernel = [*tensors, *(f"{'mx_div' if d else 'long'} {a}" for a, d in sizes), *floats]
-    args = [f"p{i}" for i in range(len(stage.tensors))] + [a for a, _ in sizes]
-    args += [f"s{i}" for i in range(len(scalars))]
+    args = [*pointers, *(a for a, _ in sizes), *(f"s{i}" for i in range(len(scalars)))]
     return ", ".join(launch), ", ".join(kernel), ", ".join(args)
 
 
