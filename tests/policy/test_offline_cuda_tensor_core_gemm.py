@@ -137,6 +137,15 @@ def test_the_tensor_core_gemm_is_one_move_from_the_default_and_answers_compute(g
     assert len(configs) == len({(c["bm"], c["bn"], c["bk"]) for c in configs}) > 4
 
 
+def test_large_gemms_start_on_tensor_cores_and_small_ones_on_the_fp32_template(gemm_plans):
+    large = space.default(gemm_plans["8_Square_matmul.py"].stages[0])  # 2048^3: 17 GFLOP
+    assert large["tf32x3"] == 1 and (large["bm"], large["bn"], large["bk"]) == (128, 128, 32)
+    fp32 = [p for p, keys in space.neighbours(gemm_plans["8_Square_matmul.py"].stages[0], large)]
+    assert {**large, "tf32x3": 0} in fp32  # the FP32 template stays one move away
+    for small in ("9_Batched_matmul.py", "1_Linear_ReLU_BiasAdd.py", "5_Matmul_Scale_Softmax.py"):
+        assert space.default(gemm_plans[small].stages[0])["tf32x3"] == 0, small
+
+
 def test_tensor_core_candidates_launch_their_own_kernel_and_leave_torch_settings_alone(gemm_plans):
     """The kernel is the candidate's own, no torch flag is touched, and the evaluator's static
     precision check sees the 3xTF32 split (the rounded residual), not plain TF32."""
@@ -144,7 +153,7 @@ def test_tensor_core_candidates_launch_their_own_kernel_and_leave_torch_settings
         params = [space.default(s) for s in plan.stages]
         params[0]["tf32x3"] = 1
         rendered = render(plan, params, "offline-cuda/1")
-        assert "mma_sync" in rendered.cuda and "__float_to_tf32" in rendered.cuda
+        assert "mma.sync.aligned.m16n8k8" in rendered.cuda and "__float_to_tf32" in rendered.cuda
         assert static_findings(rendered.source) == []
         python = rendered.source.split('cuda_source = r"""')[0] + rendered.source.split("ext = ")[1]
         assert not any(flag in python for flag in ("allow_tf32", "set_float32_matmul", "backends"))
@@ -203,7 +212,7 @@ def test_tensor_core_gemms_compile_with_nvcc(gemm_plans, tmp_path: Path):
     units = {}
     for i, (name, plan) in enumerate(sorted(gemm_plans.items())):
         params = [space.default(s) for s in plan.stages]
-        params[0].update(tf32x3=1, bm=128 if i % 2 else 64, bk=8 * (1 + i % 2))
+        params[0].update(tf32x3=1, bm=128 if i % 2 else 64, bk=(8, 16, 32)[i % 3])
         units[name] = render(plan, params, "offline-cuda/1").cuda
     compile_units(units, tmp_path)
 
