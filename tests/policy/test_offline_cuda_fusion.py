@@ -227,7 +227,8 @@ def test_pooling_windows_match_torch_on_the_cpu(op, kernel, stride, shape, tmp_p
     sizes = ", ".join([f"in[{d}]" for d in range(k)] + [f"out[{d}]" for d in range(k)])
     divider = environment().get_template("divider.cuh.j2").render()
     (tmp_path / "w.cpp").write_text(
-        _WINDOW_HARNESS % {"shims": _HOST_SHIMS, "divider": divider, "window": window, "k": k, "sizes": sizes}
+        _WINDOW_HARNESS
+        % {"shims": _HOST_SHIMS, "divider": divider, "window": window, "k": k, "sizes": sizes}
     )
     build = subprocess.run(
         [cxx, "-O1", "-o", "w", "w.cpp"], cwd=tmp_path, capture_output=True, text=True
