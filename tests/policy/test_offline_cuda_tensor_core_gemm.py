@@ -140,8 +140,8 @@ def test_the_tensor_core_gemm_is_one_move_from_the_default_and_answers_compute(g
 def test_large_gemms_start_on_tensor_cores_and_small_ones_on_the_fp32_template(gemm_plans):
     large = space.default(gemm_plans["8_Square_matmul.py"].stages[0])  # 2048^3: 17 GFLOP
     assert large["tf32x3"] == 1 and (large["bm"], large["bn"], large["bk"]) == (128, 128, 32)
-    fp32 = [p for p, keys in space.neighbours(gemm_plans["8_Square_matmul.py"].stages[0], large)]
-    assert {**large, "tf32x3": 0} in fp32  # the FP32 template stays one move away
+    moves = [p for p, _ in space.neighbours(gemm_plans["8_Square_matmul.py"].stages[0], large)]
+    assert {**large, "tf32x3": 0} in moves  # the FP32 template stays one move away
     for small in ("9_Batched_matmul.py", "1_Linear_ReLU_BiasAdd.py", "5_Matmul_Scale_Softmax.py"):
         assert space.default(gemm_plans[small].stages[0])["tf32x3"] == 0, small
 

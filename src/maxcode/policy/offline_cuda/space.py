@@ -93,11 +93,11 @@ SM_THREADS = 132 * 2048  # threads that fill an H100; only sizes the defaults
 # than this many rows (one block per row leaves SMs idle: a loss or a norm over the whole
 # tensor is one row) and each row is long enough for two chunks of 1,024 float4 loads.
 SPLIT_ROWS = 2 * 132
+SPLIT_MIN_ROW = 8192
 # GEMMs of at least this many FLOPs start on tensor cores (128 x 128 x 32 tiles): on seven
 # KernelBench level-1 GEMMs of 52-412 GFLOP (H200) the searched best ran at 0.80-1.24x the
 # speed of cuBLAS's FP32 GEMM, where the FP32 and the earlier WMMA templates reached 0.39-0.87x.
 TENSOR_CORE_FLOPS = 2**34
-SPLIT_MIN_ROW = 8192
 
 
 def variant(stage: Stage) -> str:
